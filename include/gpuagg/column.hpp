@@ -1,0 +1,86 @@
+#pragma once
+// Input and output columns: host memory (std::vector, std::span) or device buffers
+// (cl::Buffer, boost::compute::vector) that gpuagg reads in place.
+
+#include <concepts>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "runtime/opencl.hpp"
+#include "types.hpp"
+
+namespace gpuagg {
+
+/// A column of `size` elements of T in an OpenCL buffer, starting `offset` elements in.
+template <value_type T>
+struct device_column {
+  using element_type = T;
+  cl::Buffer buffer;
+  std::size_t size = 0;
+  std::size_t offset = 0;
+
+  device_column() = default;
+  device_column(cl::Buffer buffer_, std::size_t size_, std::size_t offset_ = 0)
+      : buffer(std::move(buffer_)), size(size_), offset(offset_) {}
+
+  /// Any container that exposes its OpenCL buffer, e.g. boost::compute::vector<T>.
+  template <class Container>
+    requires requires(const Container& c) {
+      { c.get_buffer().get() } -> std::convertible_to<cl_mem>;
+      { c.size() } -> std::convertible_to<std::size_t>;
+      typename Container::value_type;
+    } && std::same_as<typename Container::value_type, T>
+  explicit device_column(const Container& container)
+      : buffer(container.get_buffer().get(), /*retainObject=*/true), size(container.size()) {}
+};
+
+template <class Container>
+device_column(const Container&) -> device_column<typename Container::value_type>;
+
+namespace detail {
+
+/// A column as the driver sees it: host pointer or device buffer, element size, rows.
+struct column_data {
+  const void* host = nullptr;
+  cl::Buffer device;
+  std::size_t offset = 0;
+  std::size_t element_size = 0;
+  std::size_t rows = 0;
+  bool on_device() const noexcept { return host == nullptr && device() != nullptr; }
+};
+
+template <class T>
+struct column_traits {
+  static constexpr bool is_column = false;
+};
+template <value_type T, class A>
+struct column_traits<std::vector<T, A>> {
+  static constexpr bool is_column = true;
+  using element_type = T;
+  static column_data data(const std::vector<T, A>& v) { return {v.data(), {}, 0, sizeof(T), v.size()}; }
+};
+template <value_type T, std::size_t E>
+struct column_traits<std::span<T, E>> {
+  static constexpr bool is_column = true;
+  using element_type = std::remove_const_t<T>;
+  static column_data data(std::span<T, E> s) { return {s.data(), {}, 0, sizeof(T), s.size()}; }
+};
+template <value_type T>
+struct column_traits<device_column<T>> {
+  static constexpr bool is_column = true;
+  using element_type = T;
+  static column_data data(const device_column<T>& c) { return {nullptr, c.buffer, c.offset, sizeof(T), c.size}; }
+};
+
+}  // namespace detail
+
+/// Anything group_by takes as a column.
+template <class C>
+concept column = detail::column_traits<std::remove_cvref_t<C>>::is_column;
+
+template <column C>
+using column_element_t = typename detail::column_traits<std::remove_cvref_t<C>>::element_type;
+
+}  // namespace gpuagg

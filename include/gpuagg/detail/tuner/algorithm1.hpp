@@ -1,0 +1,198 @@
+#pragma once
+// Algorithm 1 of Rosenfeld et al. 2019 ("Dynamic selection of thread configurations"), shared
+// by the live tuner and replay: it sees blocks only through a measure_fn. Included by
+// <gpuagg/tuner.hpp>.
+
+#include <gpuagg/tuner.hpp>
+#include <gpuagg/detail/tuner/log.hpp>
+#include <gpuagg/detail/tuner/process_blocks.hpp>
+#include <gpuagg/detail/tuner/space.hpp>
+
+#include <algorithm>
+#include <cstddef>
+#include <deque>
+#include <map>
+#include <optional>
+#include <set>
+#include <span>
+
+namespace gpuagg::detail {
+
+/// One search: its state is Algorithm 1's (the tested configurations with their times, the
+/// reference queue Q, the fastest configuration c_f) plus the block budget and the report it
+/// fills in.
+class algorithm1 {
+ public:
+  algorithm1(const tuner_params& params, const search_space& space, const measure_fn& measure,
+             std::size_t blocks_available, const feasibility_fn& feasible, decision_log log,
+             host_stopwatch& watch, tuning_report& report)
+      : params_(params), space_(space), measure_(measure), blocks_left_(blocks_available),
+        feasible_fn_(feasible), log_(log), watch_(watch), report_(report) {}
+
+  /// Inside the space and accepted by the caller's predicate (asked once per point).
+  bool feasible(const execution_params& params) {
+    if (!space_.contains(params)) return false;
+    const auto known = feasible_.find(params);
+    if (known != feasible_.end()) return known->second;
+    bool ok = false;
+    {
+      const stopwatch_pause pause(watch_);  // the predicate is the caller's time, not ours
+      ok = !feasible_fn_ || feasible_fn_(params);
+    }
+    feasible_.emplace(params, ok);
+    if (!ok) log_("infeasible, never measured: ", params);
+    return ok;
+  }
+
+  /// ProcessBlocksWith(c): measures `params`, records it in the report, and returns t(c); empty
+  /// when the input ran out before the measurement completed.
+  std::optional<double> process_blocks_with(const execution_params& params, measurement_role role) {
+    measurement m = detail::process_blocks_with(params_, [&]() -> std::optional<double> {
+      if (blocks_left_ == 0) return std::nullopt;
+      --blocks_left_;
+      double seconds = 0.0;
+      {
+        const stopwatch_pause pause(watch_);  // block time is the query's, not the tuner's
+        seconds = measure_(params);
+      }
+      ++report_.exploration_blocks;
+      report_.exploration_seconds += seconds;
+      return seconds;
+    });
+    if (m.blocks == 0) {
+      log_("input exhausted before measuring ", params);
+      return std::nullopt;
+    }
+    log_("measured ", params, ": ", format_seconds(m.seconds), " (", m.blocks, m.blocks == 1 ? " block" : " blocks",
+         m.complete ? "" : ", input ran out", ", ", to_string(role), ")");
+    report_.tried.push_back({params, m.seconds, m.blocks, m.complete, role, std::move(m.block_seconds)});
+    if (!m.complete) return std::nullopt;
+    times_[params] = m.seconds;
+    return m.seconds;
+  }
+
+  /// Algorithm 1, lines 18-19 (and line 2 for the initial configurations).
+  void update_fastest(const execution_params& candidate) {
+    if (!fastest_ || times_.at(candidate) < times_.at(*fastest_)) {
+      if (fastest_) log_("line 19: fastest is now ", candidate, " (", format_seconds(times_.at(candidate)), ")");
+      fastest_ = candidate;
+    }
+  }
+
+  /// Lines 1-3 for every initial configuration (section 4.1, "Optimizing multiple
+  /// parallelization strategies": all are evaluated and added to Q before the loop), then the
+  /// main loop, lines 4-24. Ends in `finish`.
+  void run(std::span<const execution_params> initial) {
+    std::deque<execution_params> queue;  // Q: FIFO of reference configurations
+    for (const execution_params& requested : initial) {
+      const std::optional<execution_params> start = feasible_start(requested);
+      if (!start || std::find(queue.begin(), queue.end(), *start) != queue.end()) continue;
+      if (!times_.contains(*start) && !process_blocks_with(*start, measurement_role::initial)) {
+        return finish(false);  // the input ran out: report the best so far
+      }
+      queue.push_back(*start);
+      update_fastest(*start);
+    }
+    if (queue.empty()) {
+      report_.warnings.emplace_back("no feasible execution parameters in the search space");
+      log_("no feasible initial configuration");
+      return finish(false);
+    }
+
+    while (!queue.empty()) {                                    // line 4
+      const execution_params reference = queue.front();         // line 5: c_i <- Peek(Q)
+      const double t_reference = times_.at(reference);
+      const double t_fastest = times_.at(*fastest_);
+      if (t_reference > params_.prune * t_fastest) {            // line 6
+        log_("line 7: prune ", reference, " (", format_seconds(t_reference), " > p * ",
+             format_seconds(t_fastest), ")");
+        queue.pop_front();                                      // line 7
+        continue;
+      }
+      const std::optional<execution_params> neighbour = first_untested_neighbour(reference);  // line 9
+      if (!neighbour) {                                         // line 10
+        log_("line 22: backtrack from ", reference, " (no untested neighbour)");
+        queue.pop_front();                                      // line 22
+        continue;
+      }
+      const std::optional<double> t_neighbour =
+          process_blocks_with(*neighbour, measurement_role::neighbour);  // lines 11-12
+      if (!t_neighbour) return finish(false);
+      if (similar(t_reference, *t_neighbour, params_.similarity)) {     // line 13
+        log_("line 14: plateau ", reference, " ~ ", *neighbour, ", fork");
+        queue.push_back(*neighbour);                            // line 14: Push(Q, c_j)
+      } else if (*t_neighbour < t_reference) {                  // line 15
+        log_("line 16: follow gradient ", reference, " -> ", *neighbour);
+        queue.front() = *neighbour;                             // line 16: ReplaceFirst(Q, c_j)
+      }
+      update_fastest(*neighbour);                               // lines 18-19
+    }
+    finish(true);
+  }
+
+  /// Writes the outcome into the report: c_f, or where nothing completed, the best partial
+  /// measurement.
+  void finish(bool converged) {
+    report_.converged = converged;
+    if (fastest_) {
+      report_.winner = *fastest_;
+      report_.winner_seconds = times_.at(*fastest_);
+    } else {
+      for (const tried_configuration& tried : report_.tried) {
+        if (!report_.winner || tried.seconds < report_.winner_seconds) {
+          report_.winner = tried.params;
+          report_.winner_seconds = tried.seconds;
+        }
+      }
+    }
+    if (report_.winner) {
+      log_(converged ? "converged on " : "input ran out; best so far ", *report_.winner, " (",
+           format_seconds(report_.winner_seconds), ") after ", report_.exploration_blocks, " blocks");
+    }
+  }
+
+ private:
+  /// Line 9, UntestedNeighborhoodOf(c_i), popped in search_space::neighbours' order.
+  std::optional<execution_params> first_untested_neighbour(const execution_params& reference) {
+    for (const execution_params& candidate : space_.neighbours(reference)) {
+      if (!times_.contains(candidate) && feasible(candidate)) return candidate;
+    }
+    return std::nullopt;
+  }
+
+  /// The initial configuration clamped to the space; if the caller's predicate rejects it, the
+  /// nearest feasible point of the same strategy (breadth-first over the neighbourhood, asking
+  /// only the predicate); empty if the strategy cannot run at all.
+  std::optional<execution_params> feasible_start(const execution_params& requested) {
+    const execution_params clamped = space_.clamp(requested);
+    std::deque<execution_params> frontier{clamped};
+    std::set<execution_params> seen{clamped};
+    while (!frontier.empty()) {
+      const execution_params candidate = frontier.front();
+      frontier.pop_front();
+      if (feasible(candidate)) {
+        if (candidate != requested) log_("initial ", requested, " replaced by feasible ", candidate);
+        return candidate;
+      }
+      for (const execution_params& next : space_.neighbours(candidate)) {
+        if (seen.insert(next).second) frontier.push_back(next);
+      }
+    }
+    log_("strategy ", requested.strategy, " excluded: no feasible configuration");
+    return std::nullopt;
+  }
+
+  const tuner_params& params_;
+  const search_space& space_;
+  const measure_fn& measure_;
+  std::size_t blocks_left_;
+  const feasibility_fn& feasible_fn_;
+  decision_log log_;
+  host_stopwatch& watch_;
+  tuning_report& report_;
+  std::map<execution_params, double> times_;  // t(c) of every tested configuration
+  std::map<execution_params, bool> feasible_;  // the caller's verdicts
+  std::optional<execution_params> fastest_;    // c_f
+};
+
+}  // namespace gpuagg::detail

@@ -1,0 +1,207 @@
+#pragma once
+// The persistent winners file (section 4.3: "determine the fastest execution [parameters] per
+// query and store these values"); included by <gpuagg/tuner.hpp>.
+
+#include <gpuagg/tuner.hpp>
+#include <gpuagg/detail/tuner/log.hpp>
+#include <gpuagg/detail/tuner/space.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <functional>
+#include <mutex>
+#include <sstream>
+#include <string>
+#include <system_error>
+#include <thread>
+#include <utility>
+
+namespace gpuagg {
+namespace detail {
+
+inline constexpr std::string_view cache_format = "gpuagg-tuning";
+inline constexpr int cache_version = 1;
+
+/// Serializes every read-modify-write of a winners file in this process.
+inline std::mutex& cache_file_mutex() {
+  static std::mutex mutex;
+  return mutex;
+}
+
+inline std::optional<std::string> non_empty_env(const char* name) {
+  const char* value = std::getenv(name);
+  if (value == nullptr || *value == '\0') return std::nullopt;
+  return std::string(value);
+}
+
+/// A winners file as read from disk.
+struct cache_document {
+  enum class state { missing, ok, unusable } status = state::missing;
+  nlohmann::json json;
+  std::string problem;  ///< why it is unusable
+};
+
+/// Reads and checks the top level; the caller holds cache_file_mutex().
+inline cache_document read_cache_document(const std::filesystem::path& file) {
+  cache_document result;
+  std::error_code ec;
+  if (!std::filesystem::exists(file, ec)) {
+    if (ec) {
+      result.status = cache_document::state::unusable;
+      result.problem = "cannot be inspected (" + ec.message() + ")";
+    }
+    return result;
+  }
+  result.status = cache_document::state::unusable;
+  std::ifstream in(file);
+  if (!in) {
+    result.problem = "cannot be read";
+    return result;
+  }
+  result.json = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (result.json.is_discarded()) {
+    result.problem = "is corrupt (not JSON)";
+  } else if (!result.json.is_object() || !result.json.contains("entries") || !result.json["entries"].is_array() ||
+             result.json.value("format", std::string{}) != cache_format ||
+             result.json.value("version", 0) != cache_version) {
+    result.problem = "is corrupt (not a gpuagg-tuning version 1 document)";
+  } else {
+    result.status = cache_document::state::ok;
+  }
+  return result;
+}
+
+inline bool entry_matches(const nlohmann::json& entry, const tuning_key& key) {
+  return entry.is_object() && entry.value("device", std::string{}) == key.device &&
+         entry.value("driver_version", std::string{}) == key.driver_version &&
+         entry.value("query", std::string{}) == key.query && entry.value("key_type", std::string{}) == key.key_type &&
+         entry.value("groups_log2", -1) == key.groups_log2;
+}
+
+/// The stored winner of one entry, or empty where a field is missing or out of range.
+inline std::optional<cache_entry> parse_entry(const nlohmann::json& entry) {
+  try {
+    const auto strategy = parse_strategy(entry.at("strategy").get<std::string>());
+    const auto groups = entry.at("work_groups_per_cu").get<std::uint32_t>();
+    const auto size = entry.at("work_group_size").get<std::uint32_t>();
+    const auto seconds = entry.at("seconds").get<double>();
+    if (!strategy || groups == 0 || size == 0 || !(seconds > 0.0)) return std::nullopt;
+    return cache_entry{{*strategy, {groups, size}}, seconds};
+  } catch (const nlohmann::json::exception&) {
+    return std::nullopt;
+  }
+}
+
+/// A fresh name beside `file` for the write-then-rename.
+inline std::filesystem::path temporary_beside(const std::filesystem::path& file) {
+  static std::atomic<unsigned long long> counter{0};
+  std::ostringstream suffix;
+  suffix << ".tmp." << std::hex << std::chrono::steady_clock::now().time_since_epoch().count() << '.'
+         << std::hash<std::thread::id>{}(std::this_thread::get_id()) << '.' << counter++;
+  std::filesystem::path temporary = file;
+  temporary += suffix.str();
+  return temporary;
+}
+
+}  // namespace detail
+
+inline tuning_cache::tuning_cache(std::filesystem::path file) : file_(std::move(file)) {}
+
+inline std::optional<std::filesystem::path> tuning_cache::default_path() {
+  if (auto dir = detail::non_empty_env("GPUAGG_CACHE_DIR")) return std::filesystem::path(*dir) / "tuning.json";
+  if (auto xdg = detail::non_empty_env("XDG_CACHE_HOME")) return std::filesystem::path(*xdg) / "gpuagg" / "tuning.json";
+  if (auto home = detail::non_empty_env("HOME")) return std::filesystem::path(*home) / ".cache" / "gpuagg" / "tuning.json";
+  return std::nullopt;
+}
+
+inline tuning_cache tuning_cache::from_environment() {
+  auto file = default_path();
+  return file ? tuning_cache(std::move(*file)) : tuning_cache();
+}
+
+inline std::optional<cache_entry> tuning_cache::load(const tuning_key& key, std::vector<std::string>& warnings) const {
+  if (!enabled()) return std::nullopt;
+  const std::lock_guard lock(detail::cache_file_mutex());
+  detail::cache_document document = detail::read_cache_document(file_);
+  if (document.status == detail::cache_document::state::missing) return std::nullopt;
+  if (document.status == detail::cache_document::state::unusable) {
+    detail::warn_once("tuning cache " + file_.string() + " " + document.problem + "; tuning without it", warnings);
+    return std::nullopt;
+  }
+  for (const nlohmann::json& entry : document.json["entries"]) {
+    if (!detail::entry_matches(entry, key)) continue;
+    if (auto parsed = detail::parse_entry(entry)) return parsed;
+    detail::warn_once("tuning cache " + file_.string() + " has a corrupt entry for this query; tuning without it",
+                      warnings);
+    return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+inline bool tuning_cache::store(const tuning_key& key, const cache_entry& entry,
+                                std::vector<std::string>& warnings) const {
+  if (!enabled()) return false;
+  const std::lock_guard lock(detail::cache_file_mutex());
+  detail::cache_document document = detail::read_cache_document(file_);
+  nlohmann::json json;
+  if (document.status == detail::cache_document::state::ok) {
+    json = std::move(document.json);
+  } else {
+    if (document.status == detail::cache_document::state::unusable) {
+      detail::warn_once("tuning cache " + file_.string() + " " + document.problem + "; it will be replaced", warnings);
+    }
+    json = {{"format", detail::cache_format}, {"version", detail::cache_version}, {"entries", nlohmann::json::array()}};
+  }
+  nlohmann::json& entries = json["entries"];
+  nlohmann::json kept = nlohmann::json::array();
+  for (nlohmann::json& old : entries) {
+    if (!detail::entry_matches(old, key)) kept.push_back(std::move(old));
+  }
+  kept.push_back({{"device", key.device},
+                  {"driver_version", key.driver_version},
+                  {"query", key.query},
+                  {"key_type", key.key_type},
+                  {"groups_log2", key.groups_log2},
+                  {"strategy", to_string(entry.params.strategy)},
+                  {"work_groups_per_cu", entry.params.config.work_groups_per_cu},
+                  {"work_group_size", entry.params.config.work_group_size},
+                  {"seconds", entry.seconds}});
+  entries = std::move(kept);
+
+  const auto fail = [&](const std::string& why) {
+    detail::warn_once("tuning cache " + file_.string() + " cannot be written (" + why + "); the winner is not kept",
+                      warnings);
+    return false;
+  };
+  std::error_code ec;
+  if (file_.has_parent_path()) {
+    std::filesystem::create_directories(file_.parent_path(), ec);
+    if (ec) return fail(ec.message());
+  }
+  // Atomic replace: readers see the old file or the new one, never a part.
+  const std::filesystem::path temporary = detail::temporary_beside(file_);
+  {
+    std::ofstream out(temporary, std::ios::trunc);
+    if (!out) return fail("cannot create " + temporary.filename().string());
+    out << json.dump(2) << '\n';
+    out.flush();
+    if (!out) {
+      out.close();
+      std::filesystem::remove(temporary, ec);
+      return fail("write error");
+    }
+  }
+  std::filesystem::rename(temporary, file_, ec);
+  if (ec) {
+    std::error_code ignored;
+    std::filesystem::remove(temporary, ignored);
+    return fail(ec.message());
+  }
+  return true;
+}
+
+}  // namespace gpuagg

@@ -1,0 +1,101 @@
+#pragma once
+// The search space of section 3.1 and its neighbourhood; included by <gpuagg/tuner.hpp>.
+
+#include <gpuagg/tuner.hpp>
+
+#include <algorithm>
+#include <bit>
+#include <cctype>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+namespace gpuagg {
+namespace detail {
+
+/// Largest power of two <= value (1 for 0).
+constexpr std::uint32_t floor_pow2(std::uint32_t value) noexcept {
+  return value == 0 ? 1u : std::bit_floor(value);
+}
+
+/// "SHARED", "INDEPENDENT", "WORKGROUPLOCAL" (case-insensitive, '_' ignored) to the strategy.
+inline std::optional<strategy_kind> parse_strategy(std::string_view text) {
+  std::string folded;
+  for (char c : text) {
+    if (c != '_' && c != ' ') folded.push_back(static_cast<char>(std::toupper(static_cast<unsigned char>(c))));
+  }
+  for (strategy_kind kind : all_strategies) {
+    if (folded == to_string(kind)) return kind;
+  }
+  return std::nullopt;
+}
+
+}  // namespace detail
+
+inline bool search_space::contains(const execution_params& params) const noexcept {
+  const auto& c = params.config;
+  return std::has_single_bit(c.work_groups_per_cu) && std::has_single_bit(c.work_group_size) &&
+         c.work_groups_per_cu <= detail::floor_pow2(max_work_groups_per_cu) &&
+         c.work_group_size <= detail::floor_pow2(max_work_group_size);
+}
+
+inline execution_params search_space::clamp(execution_params params) const noexcept {
+  auto& c = params.config;
+  c.work_groups_per_cu = std::min(detail::floor_pow2(c.work_groups_per_cu), detail::floor_pow2(max_work_groups_per_cu));
+  c.work_group_size = std::min(detail::floor_pow2(c.work_group_size), detail::floor_pow2(max_work_group_size));
+  return params;
+}
+
+inline std::vector<execution_params> search_space::neighbours(const execution_params& params) const {
+  std::vector<execution_params> result;
+  result.reserve(4);
+  const auto add = [&](std::uint64_t groups, std::uint64_t size) {
+    if (groups == 0 || size == 0 || groups > 0xFFFFFFFFu || size > 0xFFFFFFFFu) return;
+    execution_params n{params.strategy,
+                       {static_cast<std::uint32_t>(groups), static_cast<std::uint32_t>(size)}};
+    if (contains(n)) result.push_back(n);
+  };
+  const std::uint64_t groups = params.config.work_groups_per_cu;
+  const std::uint64_t size = params.config.work_group_size;
+  // The documented order: more work groups, fewer work groups, larger groups, smaller groups.
+  add(groups * 2, size);
+  add(groups / 2, size);
+  add(groups, size * 2);
+  add(groups, size / 2);
+  return result;
+}
+
+inline std::vector<execution_params> search_space::configurations(strategy_kind strategy) const {
+  std::vector<execution_params> result;
+  for (std::uint32_t groups = 1; groups <= detail::floor_pow2(max_work_groups_per_cu); groups *= 2) {
+    for (std::uint32_t size = 1; size <= detail::floor_pow2(max_work_group_size); size *= 2) {
+      result.push_back({strategy, {groups, size}});
+      if (size == 0x80000000u) break;
+    }
+    if (groups == 0x80000000u) break;
+  }
+  return result;
+}
+
+inline execution_params default_initial_config(strategy_kind strategy, const search_space& space) {
+  // Section 4.1, "Initial thread configurations": the configurations with the lowest normalized
+  // runtime averaged over the paper's GPUs and group cardinalities.
+  switch (strategy) {
+    case strategy_kind::shared: return space.clamp({strategy, {1, 512}});
+    case strategy_kind::independent: return space.clamp({strategy, {1, 256}});
+    case strategy_kind::workgroup_local: return space.clamp({strategy, {4, 512}});
+  }
+  return space.clamp({strategy, {1, 256}});
+}
+
+inline std::vector<execution_params> default_initial_configs(const search_space& space) {
+  std::vector<execution_params> result;
+  for (strategy_kind kind : all_strategies) result.push_back(default_initial_config(kind, space));
+  return result;
+}
+
+inline int tuning_key::log2_groups(std::uint64_t expected_groups) noexcept {
+  return expected_groups <= 1 ? 0 : static_cast<int>(std::bit_width(expected_groups - 1));
+}
+
+}  // namespace gpuagg

@@ -1,0 +1,130 @@
+#pragma once
+// tuner<Params>: the cache warm start around Algorithm 1, and the driver wrapper; included by
+// <gpuagg/tuner.hpp>. The work happens in one non-template function so that every
+// tuner<Params> shares one instantiation; Params only fixes the values.
+
+#include <gpuagg/tuner.hpp>
+#include <gpuagg/error.hpp>
+#include <gpuagg/detail/tuner/algorithm1.hpp>
+#include <gpuagg/detail/tuner/cache.hpp>
+#include <gpuagg/detail/tuner/log.hpp>
+
+#include <functional>
+#include <utility>
+#include <vector>
+
+namespace gpuagg {
+namespace detail {
+
+/// A search, optionally warm-started from the cache (section 4.3): a stored winner is measured
+/// once with ProcessBlocksWith; if that time is within s of the stored one, it wins without a
+/// search; otherwise Algorithm 1 runs in full, the stored winner (already measured) joining the
+/// initial configurations, and the new winner replaces the entry. Only a converged search is
+/// stored: a search cut short by the end of the input has not found its minimum.
+inline tuning_report tune(const tuner_params& params, const search_space& space, const tuning_cache& cache,
+                          std::ostream* log_sink, const measure_fn& measure, std::size_t blocks_available,
+                          const feasibility_fn& feasible, std::span<const execution_params> initial,
+                          const std::optional<tuning_key>& key) {
+  tuning_report report;
+  report.params = params;
+  host_stopwatch watch;
+  watch.start();
+  const decision_log log(log_sink);
+  algorithm1 search(params, space, measure, blocks_available, feasible, log, watch, report);
+
+  const bool caching = params.use_cache && key.has_value() && cache.enabled();
+  std::vector<execution_params> starts;
+  if (caching) {
+    std::optional<cache_entry> stored;
+    {
+      const stopwatch_pause pause(watch);  // file I/O is not the algorithm's bookkeeping
+      stored = cache.load(*key, report.warnings);
+    }
+    report.cache = cache_outcome::miss;
+    if (!stored) {
+      log("cache miss for ", *key, " (", cache.path().string(), ")");
+    } else if (!search.feasible(stored->params)) {
+      log("cache entry ", stored->params, " is outside the space or infeasible now; searching");
+    } else {
+      log("cache entry ", stored->params, " at ", format_seconds(stored->seconds), "; checking it");
+      const std::optional<double> now = search.process_blocks_with(stored->params, measurement_role::cache_check);
+      if (!now) {
+        search.finish(false);
+        watch.stop();
+        report.host_seconds = watch.seconds();
+        return report;
+      }
+      search.update_fastest(stored->params);
+      if (similar(stored->seconds, *now, params.similarity)) {
+        report.cache = cache_outcome::hit;
+        log("cache hit: ", stored->params, " still within s of its stored time");
+        search.finish(true);
+        watch.stop();
+        report.host_seconds = watch.seconds();
+        return report;
+      }
+      report.cache = cache_outcome::stale;
+      log("cache entry off by more than s (", format_seconds(*now), " now); searching again");
+      starts.push_back(stored->params);
+    }
+  } else if (params.use_cache && key && !cache.enabled()) {
+    log("no cache path (GPUAGG_CACHE_DIR, XDG_CACHE_HOME, HOME unset); tuning without a cache");
+  }
+
+  if (initial.empty()) {
+    const std::vector<execution_params> defaults = default_initial_configs(space);
+    starts.insert(starts.end(), defaults.begin(), defaults.end());
+  } else {
+    starts.insert(starts.end(), initial.begin(), initial.end());
+  }
+  search.run(starts);
+
+  if (caching && report.converged && report.winner) {
+    const stopwatch_pause pause(watch);
+    if (cache.store(*key, {*report.winner, report.winner_seconds}, report.warnings)) {
+      log("stored ", *report.winner, " for ", *key);
+    }
+  }
+  watch.stop();
+  report.host_seconds = watch.seconds();
+  return report;
+}
+
+}  // namespace detail
+
+template <tuner_params Params>
+tuner<Params>::tuner(search_space space, tuning_cache cache)
+    : space_(space), cache_(std::move(cache)), log_(detail::tuner_log_requested() ? &std::cerr : nullptr) {}
+
+template <tuner_params Params>
+tuning_report tuner<Params>::search(const measure_fn& measure, std::size_t blocks_available,
+                                    const feasibility_fn& feasible, std::span<const execution_params> initial,
+                                    const std::optional<tuning_key>& key) const {
+  return detail::tune(Params, space_, cache_, log_, measure, blocks_available, feasible, initial, key);
+}
+
+template <tuner_params Params>
+template <block_driver Driver, feasibility_predicate Feasible>
+tuning_report tuner<Params>::run(Driver& driver, Feasible&& feasible, std::span<const execution_params> initial,
+                                 const std::optional<tuning_key>& key) const {
+  const measure_fn measure = [&driver](const execution_params& params) {
+    return static_cast<double>(driver.run_block(params));
+  };
+  const feasibility_fn is_feasible = [&feasible](const execution_params& params) {
+    return static_cast<bool>(std::invoke(feasible, params));
+  };
+  tuning_report report =
+      search(measure, static_cast<std::size_t>(driver.blocks_left()), is_feasible, initial, key);
+  if (!report.winner) {
+    if (static_cast<std::size_t>(driver.blocks_left()) == 0) return report;
+    throw unsupported_error("gpuagg tuner: no feasible execution parameters for this query on this device");
+  }
+  // Convergence: every remaining block runs with c_f.
+  while (static_cast<std::size_t>(driver.blocks_left()) > 0) {
+    report.winner_block_seconds += static_cast<double>(driver.run_block(*report.winner));
+    ++report.winner_blocks;
+  }
+  return report;
+}
+
+}  // namespace gpuagg

@@ -1,0 +1,764 @@
+#pragma once
+// The block-wise driver (section 2.1): owns the global table, runs INITIALIZE once, AGGREGATE
+// once per input block with that block's strategy and thread configuration, grows the table
+// when it fills, and runs FINALIZE. Host input streams through pinned staging buffers with
+// `blocks_in_flight` blocks in flight, so copies overlap AGGREGATE; device input is read in
+// place. The global table alone carries progress from block to block, so the strategy and
+// thread configuration may change between any two blocks (section 4.1, "Support for other
+// operators", requirement 2), which the tuner relies on. The driver does not know the tuner.
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <deque>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <tuple>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "column.hpp"
+#include "error.hpp"
+#include "launch_config.hpp"
+#include "options.hpp"
+#include "result.hpp"
+#include "runtime/context.hpp"
+#include "source.hpp"
+
+namespace gpuagg {
+
+namespace detail {
+
+inline std::uint64_t next_pow2(std::uint64_t x) {
+  std::uint64_t p = 1;
+  while (p < x) p <<= 1;
+  return p;
+}
+
+inline unsigned log2_exact(std::uint64_t pow2) {
+  unsigned bits = 0;
+  while ((std::uint64_t{1} << bits) < pow2) ++bits;
+  return bits;
+}
+
+/// Profiled execution time of a finished command, in seconds.
+inline double event_seconds(const cl::Event& event) {
+  cl_ulong start = 0;
+  cl_ulong end = 0;
+  check(event.getProfilingInfo(CL_PROFILING_COMMAND_START, &start), "reading a profiling start time");
+  check(event.getProfilingInfo(CL_PROFILING_COMMAND_END, &end), "reading a profiling end time");
+  return end > start ? double(end - start) * 1e-9 : 0.0;
+}
+
+inline void wait_for(const cl::Event& event, const char* what) {
+  check(event.wait(), what);
+  cl_int status = CL_COMPLETE;
+  check(event.getInfo(CL_EVENT_COMMAND_EXECUTION_STATUS, &status), what);
+  if (status < 0) check(status, what);
+}
+
+/// The number of groups estimated from a sample of keys (the GEE estimator of Charikar et
+/// al.: sqrt(N/n) * f1 + sum_{j>=2} f_j), bounded by [distinct in sample, rows].
+template <class Bits>
+std::uint64_t estimate_groups(const std::vector<Bits>& sample, std::uint64_t rows) {
+  if (sample.empty()) return 1;
+  std::unordered_map<Bits, std::uint32_t> frequency;
+  frequency.reserve(sample.size() * 2);
+  for (const auto key : sample) ++frequency[key];
+  const double distinct = double(frequency.size());
+  if (sample.size() >= rows) return frequency.size();
+  double singletons = 0;
+  for (const auto& entry : frequency) singletons += entry.second == 1 ? 1 : 0;
+  const double estimate = std::sqrt(double(rows) / double(sample.size())) * singletons + (distinct - singletons);
+  return static_cast<std::uint64_t>(std::clamp(estimate, distinct, double(rows)));
+}
+
+// Indices into the meta words (kernels.inc: META_*).
+inline constexpr std::size_t meta_groups = 0;
+inline constexpr std::size_t meta_special = 1;
+inline constexpr std::size_t meta_spilled = 2;
+inline constexpr std::size_t meta_lost = 3;
+inline constexpr std::size_t meta_words = 4;
+
+}  // namespace detail
+
+/// The hash aggregation operator for one query over one input, block by block.
+template <class Bound>
+class aggregation_driver {
+ public:
+  using bound_type = Bound;
+  using key_policy = typename Bound::key;
+  using bits_type = typename key_policy::bits_type;
+  static constexpr std::size_t aggregate_count = Bound::aggregate_count;
+  static constexpr bool identity_scheme = Bound::scheme::is_identity;
+
+  /// `columns`: the key column, then the value columns, all of `rows` rows, all on the host or
+  /// all on the device.
+  aggregation_driver(context& ctx, const options& opts, std::vector<detail::column_data> columns)
+      : ctx_(ctx), opts_(opts), columns_(std::move(columns)), started_(std::chrono::steady_clock::now()) {
+    validate();
+    rows_ = columns_.front().rows;
+    on_device_ = columns_.front().on_device();
+    std::size_t widest = 1;
+    for (const auto& c : columns_) widest = std::max(widest, c.element_size);
+    block_rows_ = std::max<std::size_t>(opts_.block_bytes / widest, 1);
+    blocks_total_ = rows_ == 0 ? 0 : (rows_ + block_rows_ - 1) / block_rows_;
+    window_ = std::max<std::size_t>(opts_.blocks_in_flight, 1);
+    stats_.device = ctx_.info().name;
+    stats_.rows = rows_;
+    builds_before_ = ctx_.programs_built();
+    if (rows_ > 0) setup();
+  }
+
+  aggregation_driver(const aggregation_driver&) = delete;
+  aggregation_driver& operator=(const aggregation_driver&) = delete;
+  ~aggregation_driver() {
+    // Never leave commands running on buffers this object releases.
+    if (rows_ > 0) {
+      ctx_.compute_queue().finish();
+      ctx_.transfer_queue().finish();
+      for (auto& slot : staging_) {
+        for (std::size_t c = 0; c < slot.pinned.size(); ++c) {
+          ctx_.transfer_queue().enqueueUnmapMemObject(slot.pinned[c], slot.mapped[c]);
+        }
+      }
+      ctx_.transfer_queue().finish();
+    }
+  }
+
+  std::uint64_t rows() const noexcept { return rows_; }
+  std::size_t block_rows() const noexcept { return block_rows_; }
+  std::size_t blocks_total() const noexcept { return blocks_total_; }
+  std::size_t blocks_left() const noexcept { return blocks_total_ - next_block_; }
+  const query_stats& stats() const noexcept { return stats_; }
+  const device_info& device() const noexcept { return ctx_.info(); }
+  /// Groups to plan for: the hint or estimate, or what the table already holds if more.
+  std::uint64_t planned_groups() const noexcept { return std::max<std::uint64_t>(expected_groups_, known_groups_); }
+
+  /// The paper's initial configuration of each strategy (section 4.1), clamped to the device.
+  launch_config initial_config(strategy_kind strategy) const {
+    launch_config config = strategy == strategy_kind::shared        ? launch_config{1, 512}
+                           : strategy == strategy_kind::independent ? launch_config{1, 256}
+                                                                    : launch_config{4, 512};
+    while (config.work_group_size > max_work_group_size()) config.work_group_size /= 2;
+    return config;
+  }
+
+  /// The default of section 3.7: WORKGROUPLOCAL when the table fits in local memory, else SHARED.
+  execution_params default_params() const {
+    const execution_params local{strategy_kind::workgroup_local, initial_config(strategy_kind::workgroup_local)};
+    if (feasible(local)) return local;
+    return {strategy_kind::shared, initial_config(strategy_kind::shared)};
+  }
+
+  /// Largest work-group size the device allows.
+  std::uint32_t max_work_group_size() const noexcept { return ctx_.info().max_work_group_size; }
+
+  /// Whether `params` can run for this query now (work-group limits, local memory, private
+  /// table memory).
+  bool feasible(const execution_params& params) const { return infeasibility(params).empty(); }
+
+  /// Why `params` cannot run, or empty.
+  std::string infeasibility(const execution_params& params) const {
+    const auto& config = params.config;
+    if (config.work_group_size == 0 || config.work_groups_per_cu == 0) return "empty thread configuration";
+    if (config.work_group_size > max_work_group_size()) {
+      return "work group size " + std::to_string(config.work_group_size) + " exceeds the device's " +
+             std::to_string(max_work_group_size());
+    }
+    if (total_threads(config) > (std::uint64_t{1} << 31)) return "more than 2^31 work items";
+    switch (params.strategy) {
+      case strategy_kind::shared: return {};
+      case strategy_kind::workgroup_local: {
+        const auto bytes = (local_capacity() + 1) * Bound::bucket_bytes;
+        // Leave room for the kernel's own local variables.
+        if (bytes + 64 > ctx_.info().local_mem_bytes) {
+          return "a local table of " + std::to_string(local_capacity()) + " buckets (" + std::to_string(bytes) +
+                 " bytes) exceeds local memory (" + std::to_string(ctx_.info().local_mem_bytes) + " bytes)";
+        }
+        return {};
+      }
+      case strategy_kind::independent: {
+        const auto bytes = private_table_bytes(config);
+        if (bytes > private_budget()) {
+          return "private tables of " + std::to_string(bytes) + " bytes exceed the budget of " +
+                 std::to_string(private_budget()) + " bytes";
+        }
+        return {};
+      }
+    }
+    return "unknown strategy";
+  }
+
+  /// Processes the next block with `params` and waits for it; returns its profiled AGGREGATE
+  /// time in seconds. This is the step the tuner drives.
+  double run_block(const execution_params& params) {
+    if (blocks_left() == 0) throw invalid_argument_error("run_block: no block left");
+    require_feasible(params);
+    auto block = enqueue_block(params);
+    return complete(block);
+  }
+
+  /// Processes every remaining block, `blocks_in_flight` at a time: with `params` if given,
+  /// else with default_params() re-evaluated per block.
+  void run_remaining(const std::optional<execution_params>& params = std::nullopt) {
+    if (params) require_feasible(*params);
+    std::deque<pending_block> in_flight;
+    while (blocks_left() > 0) {
+      if (in_flight.size() >= window_) {
+        complete(in_flight.front());
+        in_flight.pop_front();
+      }
+      in_flight.push_back(enqueue_block(params ? *params : default_params()));
+    }
+    while (!in_flight.empty()) {
+      complete(in_flight.front());
+      in_flight.pop_front();
+    }
+  }
+
+  /// FINALIZE into device buffers: keys, then one buffer per output.
+  template <class... Outputs>
+  device_result<typename key_policy::value_type, Outputs...> finalize_on_device() {
+    device_result<typename key_policy::value_type, Outputs...> out;
+    if (rows_ == 0) {
+      out.keys = ctx_.buffer(1, "an empty result");
+      out.columns = std::apply([&](auto&... b) { return std::tuple{((void)b, ctx_.buffer(1, "an empty result"))...}; },
+                               out.columns);
+      finish_stats();
+      out.stats = stats_;
+      return out;
+    }
+    if (blocks_left() > 0) run_remaining();
+    const auto meta = read_meta();
+    const std::uint64_t groups = meta[detail::meta_groups] + (meta[detail::meta_special] ? 1 : 0);
+    const std::size_t n = static_cast<std::size_t>(std::max<std::uint64_t>(groups, 1));
+    out.size = groups;
+    out.keys = allocate(n * sizeof(typename key_policy::value_type), "the result's keys");
+    std::apply([&](auto&... b) { ((b = allocate(n * sizeof(Outputs), "a result column")), ...); }, out.columns);
+    auto count = allocate(sizeof(cl_ulong), "the result counter");
+    const cl_ulong zero = 0;
+    detail::check(ctx_.compute_queue().enqueueFillBuffer(count, zero, 0, sizeof(cl_ulong)), "clearing the counter");
+    cl::Kernel finalize = ctx_.kernel(home_program_, "gpuagg_finalize");
+    cl_uint arg = 0;
+    set_table_args(finalize, arg, table_);
+    set_arg(finalize, arg, cl_uint(table_.capacity));
+    set_arg(finalize, arg, meta_);
+    set_arg(finalize, arg, count);
+    set_arg(finalize, arg, out.keys);
+    std::apply([&](auto&... b) { (set_arg(finalize, arg, b), ...); }, out.columns);
+    cl::Event done;
+    const std::size_t local = std::min<std::size_t>(256, kernel_work_group_limit(finalize));
+    launch(finalize, cover(table_.capacity + 1, local), local, "FINALIZE", &done);
+    detail::wait_for(done, "FINALIZE");
+    stats_.finalize_seconds += detail::event_seconds(done);
+    cl_ulong written = 0;
+    detail::check(ctx_.compute_queue().enqueueReadBuffer(count, CL_TRUE, 0, sizeof(written), &written),
+                  "reading the result count");
+    if (written != groups) {
+      throw error("internal error: FINALIZE wrote " + std::to_string(written) + " groups, the table holds " +
+                  std::to_string(groups));
+    }
+    stats_.groups = groups;
+    finish_stats();
+    out.stats = stats_;
+    return out;
+  }
+
+  /// FINALIZE and copy the result to the host.
+  template <class... Outputs>
+  result<typename key_policy::value_type, Outputs...> finalize_to_host() {
+    auto on_device = finalize_on_device<Outputs...>();
+    result<typename key_policy::value_type, Outputs...> out;
+    out.keys.resize(on_device.size);
+    auto& queue = ctx_.compute_queue();
+    if (on_device.size > 0) {
+      detail::check(queue.enqueueReadBuffer(on_device.keys, CL_FALSE, 0,
+                                            on_device.size * sizeof(typename key_policy::value_type), out.keys.data()),
+                    "reading the result keys");
+      [&]<std::size_t... I>(std::index_sequence<I...>) {
+        ((std::get<I>(out.columns).resize(on_device.size),
+          detail::check(queue.enqueueReadBuffer(std::get<I>(on_device.columns), CL_FALSE, 0,
+                                                on_device.size * sizeof(Outputs), std::get<I>(out.columns).data()),
+                        "reading a result column")),
+         ...);
+      }(std::index_sequence_for<Outputs...>{});
+      detail::check(queue.finish(), "reading the result");
+    }
+    finish_stats();
+    out.stats = stats_;
+    return out;
+  }
+
+ private:
+  struct table_buffers {
+    cl::Buffer keys;
+    std::array<cl::Buffer, aggregate_count> accs;
+    std::uint64_t capacity = 0;  ///< buckets, not counting the reserved one for EMPTY_KEY
+    unsigned bits = 0;
+  };
+  struct staging_slot {
+    std::vector<cl::Buffer> pinned;
+    std::vector<void*> mapped;
+    std::vector<cl::Buffer> device;
+  };
+  struct pending_block {
+    cl::Event kernel;
+    cl::Event meta_read;
+    std::size_t slot = 0;
+    unsigned generation = 0;
+    execution_params params;
+    std::uint64_t rows = 0;
+  };
+
+  template <std::size_t J>
+  using acc_t = typename Bound::template acc_at<J>;
+
+  static constexpr std::size_t acc_size(std::size_t j) {
+    return [&]<std::size_t... J>(std::index_sequence<J...>) {
+      constexpr std::array<std::size_t, aggregate_count> sizes{sizeof(acc_t<J>)...};
+      return sizes[j];
+    }(std::make_index_sequence<aggregate_count>{});
+  }
+
+  void validate() {
+    if (columns_.empty()) throw invalid_argument_error("group_by needs a key column");
+    const auto rows = columns_.front().rows;
+    for (std::size_t i = 1; i < columns_.size(); ++i) {
+      if (columns_[i].rows != rows) {
+        throw invalid_argument_error("column lengths differ: the key column has " + std::to_string(rows) +
+                                     " rows, value column " + std::to_string(i - 1) + " has " +
+                                     std::to_string(columns_[i].rows));
+      }
+    }
+    const bool device = columns_.front().on_device();
+    for (const auto& c : columns_) {
+      if (c.on_device() != device) {
+        throw invalid_argument_error("columns must be all on the host or all on the device");
+      }
+      if (device && c.offset != columns_.front().offset) {
+        throw invalid_argument_error("device columns must share one element offset");
+      }
+    }
+    if (!(opts_.max_load_factor > 0.0 && opts_.max_load_factor <= 0.9)) {
+      throw invalid_argument_error("max_load_factor must lie in (0, 0.9]");
+    }
+    if (opts_.block_bytes == 0) throw invalid_argument_error("block_bytes must be positive");
+    if constexpr (identity_scheme) {
+      if (!opts_.domain || !opts_.domain->valid) {
+        throw invalid_argument_error("direct_addressing needs options::domain = {min, max} with min <= max");
+      }
+      if (opts_.domain->size == 0 || opts_.domain->size >= (std::uint64_t{1} << 31)) {
+        throw invalid_argument_error("direct_addressing supports key domains of 1 to 2^31 - 1 keys");
+      }
+    }
+    if (!ctx_.info().int64_atomics) {
+      throw unsupported_error(ctx_.info().name + " lacks cl_khr_int64_base_atomics, which gpuagg needs");
+    }
+  }
+
+  void setup() {
+    const auto t0 = std::chrono::steady_clock::now();
+    if constexpr (identity_scheme) {
+      expected_groups_ = opts_.domain->size;
+    } else if (opts_.expected_groups) {
+      expected_groups_ = std::max<std::uint64_t>(*opts_.expected_groups, 1);
+    } else {
+      expected_groups_ = detail::estimate_groups(sample_keys(), rows_);
+      stats_.expected_groups_estimated = true;
+    }
+    stats_.expected_groups = expected_groups_;
+    // The first program built also provides INITIALIZE, MERGE and FINALIZE.
+    home_program_ = program(default_params_for_setup());
+    meta_ = allocate(detail::meta_words * sizeof(cl_ulong), "the query's counters");
+    const std::array<cl_ulong, detail::meta_words> zeros{};
+    detail::check(ctx_.compute_queue().enqueueWriteBuffer(meta_, CL_TRUE, 0, sizeof(zeros), zeros.data()),
+                  "clearing the query's counters");
+    meta_mirror_.assign(window_ * detail::meta_words, 0);
+    std::uint64_t capacity = 0;
+    if constexpr (identity_scheme) {
+      capacity = opts_.domain->size;
+    } else {
+      capacity = table_capacity_for(expected_groups_);
+    }
+    table_ = make_table(capacity);
+    spill_capacity_ = static_cast<std::uint64_t>(block_rows_) * window_;
+    if (spill_capacity_ >= (std::uint64_t{1} << 32)) throw invalid_argument_error("block_bytes is too large");
+    spill_ = make_buffers(spill_capacity_, "the spill area");
+    if (!on_device_) make_staging();
+    (void)t0;
+  }
+
+  strategy_kind default_params_for_setup() const { return default_params().strategy; }
+
+  std::uint64_t table_capacity_for(std::uint64_t groups) const {
+    const auto wanted = static_cast<std::uint64_t>(std::ceil(double(groups) / opts_.max_load_factor));
+    const auto capacity = detail::next_pow2(std::max<std::uint64_t>(wanted, 16));
+    if (capacity > (std::uint64_t{1} << 31)) {
+      throw out_of_memory_error(capacity * Bound::bucket_bytes, ctx_.info().max_alloc_bytes,
+                                "a table of " + std::to_string(capacity) + " buckets (more than 2^31)");
+    }
+    return capacity;
+  }
+
+  std::uint64_t local_capacity() const {
+    if constexpr (identity_scheme) {
+      return opts_.domain->size;
+    } else {
+      const auto wanted = static_cast<std::uint64_t>(std::ceil(double(planned_groups()) / opts_.max_load_factor));
+      return detail::next_pow2(std::max<std::uint64_t>(wanted, 2));
+    }
+  }
+
+  std::uint64_t private_capacity() const { return local_capacity(); }
+
+  std::uint64_t total_threads(const launch_config& config) const {
+    return std::uint64_t{ctx_.info().compute_units} * config.work_groups_per_cu * config.work_group_size;
+  }
+
+  std::uint64_t private_table_bytes(const launch_config& config) const {
+    return total_threads(config) * (private_capacity() + 1) * Bound::bucket_bytes;
+  }
+
+  std::uint64_t private_budget() const {
+    return std::min<std::uint64_t>({ctx_.info().max_alloc_bytes, ctx_.info().global_mem_bytes / 8,
+                                    std::uint64_t{1} << 30});
+  }
+
+  void require_feasible(const execution_params& params) const {
+    if (auto why = infeasibility(params); !why.empty()) {
+      std::ostringstream text;
+      text << "cannot run " << params << " for this query: " << why;
+      throw invalid_argument_error(text.str());
+    }
+  }
+
+  cl::Program program(strategy_kind strategy) {
+    auto& slot = programs_[static_cast<std::size_t>(strategy)];
+    if (!slot()) slot = ctx_.program(program_source_for<Bound>(strategy));
+    return slot;
+  }
+
+  cl::Kernel& aggregate_kernel(strategy_kind strategy) {
+    auto& slot = aggregate_kernels_[static_cast<std::size_t>(strategy)];
+    if (!slot()) slot = ctx_.kernel(program(strategy), "gpuagg_aggregate");
+    return slot;
+  }
+
+  std::size_t kernel_work_group_limit(const cl::Kernel& kernel) const {
+    std::size_t limit = 0;
+    detail::check(kernel.getWorkGroupInfo(ctx_.device(), CL_KERNEL_WORK_GROUP_SIZE, &limit),
+                  "querying the kernel's work-group limit");
+    return std::max<std::size_t>(limit, 1);
+  }
+
+  cl::Buffer allocate(std::uint64_t bytes, const std::string& what) {
+    auto buffer = ctx_.buffer(bytes, what);
+    live_bytes_ += bytes;
+    stats_.peak_device_bytes = std::max(stats_.peak_device_bytes, live_bytes_);
+    return buffer;
+  }
+  void release(std::uint64_t bytes) { live_bytes_ -= std::min(live_bytes_, bytes); }
+
+  table_buffers make_buffers(std::uint64_t buckets, const std::string& what) {
+    table_buffers t;
+    t.capacity = buckets;
+    t.keys = allocate((buckets + 1) * sizeof(bits_type), what + " (keys)");
+    for (std::size_t j = 0; j < aggregate_count; ++j) {
+      t.accs[j] = allocate((buckets + 1) * acc_size(j), what + " (accumulators)");
+    }
+    return t;
+  }
+
+  table_buffers make_table(std::uint64_t capacity) {
+    auto t = make_buffers(capacity, "the hash table of " + std::to_string(capacity) + " buckets");
+    t.bits = identity_scheme ? 0 : detail::log2_exact(capacity);
+    cl::Kernel init = ctx_.kernel(home_program_, "gpuagg_initialize");
+    cl_uint arg = 0;
+    set_table_args(init, arg, t);
+    set_arg(init, arg, cl_uint(capacity + 1));
+    cl::Event done;
+    const std::size_t local = std::min<std::size_t>(256, kernel_work_group_limit(init));
+    launch(init, cover(capacity + 1, local), local, "INITIALIZE", &done);
+    detail::wait_for(done, "INITIALIZE");
+    stats_.initialize_seconds += detail::event_seconds(done);
+    stats_.table_capacity = capacity;
+    return t;
+  }
+
+  std::uint64_t table_bytes(const table_buffers& t) const { return (t.capacity + 1) * Bound::bucket_bytes; }
+
+  void make_staging() {
+    staging_.resize(window_);
+    auto& queue = ctx_.transfer_queue();
+    for (auto& slot : staging_) {
+      for (const auto& column : columns_) {
+        const std::uint64_t bytes = std::uint64_t(block_rows_) * column.element_size;
+        ctx_.check_allocation(bytes, "a pinned staging buffer");
+        cl_int status = CL_SUCCESS;
+        cl::Buffer pinned(ctx_.cl_context(), CL_MEM_ALLOC_HOST_PTR | CL_MEM_READ_ONLY, bytes, nullptr, &status);
+        detail::check(status, "allocating a pinned staging buffer");
+        void* mapped = queue.enqueueMapBuffer(pinned, CL_TRUE, CL_MAP_WRITE, 0, bytes, nullptr, nullptr, &status);
+        detail::check(status, "mapping a pinned staging buffer");
+        slot.pinned.push_back(pinned);
+        slot.mapped.push_back(mapped);
+        slot.device.push_back(allocate(bytes, "an input block buffer"));
+      }
+    }
+  }
+
+  std::vector<bits_type> sample_keys() {
+    const auto& key = columns_.front();
+    const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(rows_, 1u << 14));
+    std::vector<bits_type> sample(n);
+    if (n == 0) return sample;
+    const std::uint64_t stride = rows_ / n;
+    if (!on_device_) {
+      const auto* keys = static_cast<const typename key_policy::value_type*>(key.host);
+      for (std::size_t i = 0; i < n; ++i) sample[i] = key_policy::to_bits(keys[i * stride]);
+      return sample;
+    }
+    // A strided gather in one command: rows of one element, `stride` elements apart.
+    const std::array<cl::size_type, 3> buffer_origin{key.offset * key.element_size, 0, 0};
+    const std::array<cl::size_type, 3> host_origin{0, 0, 0};
+    const std::array<cl::size_type, 3> region{key.element_size, n, 1};
+    detail::check(ctx_.compute_queue().enqueueReadBufferRect(key.device, CL_TRUE, buffer_origin, host_origin, region,
+                                                             stride * key.element_size, 0, key.element_size, 0,
+                                                             sample.data()),
+                  "sampling the key column");
+    return sample;
+  }
+
+  template <class T>
+  void set_arg(cl::Kernel& kernel, cl_uint& index, const T& value) {
+    detail::check(kernel.setArg(index, value), "setting a kernel argument");
+    ++index;
+  }
+
+  void set_table_args(cl::Kernel& kernel, cl_uint& index, const table_buffers& t) {
+    set_arg(kernel, index, t.keys);
+    for (const auto& acc : t.accs) set_arg(kernel, index, acc);
+  }
+
+  static std::size_t cover(std::uint64_t items, std::size_t local) {
+    const std::uint64_t groups = std::min<std::uint64_t>((items + local - 1) / local, 65536);
+    return static_cast<std::size_t>(std::max<std::uint64_t>(groups, 1) * local);
+  }
+
+  void launch(cl::Kernel& kernel, std::size_t global, std::size_t local, const char* what, cl::Event* done,
+              const std::vector<cl::Event>* wait = nullptr) {
+    detail::check(ctx_.compute_queue().enqueueNDRangeKernel(kernel, cl::NullRange, cl::NDRange(global),
+                                                            cl::NDRange(local), wait, done),
+                  what);
+  }
+
+  std::array<cl_ulong, detail::meta_words> read_meta() {
+    std::array<cl_ulong, detail::meta_words> meta{};
+    detail::check(ctx_.compute_queue().enqueueReadBuffer(meta_, CL_TRUE, 0, sizeof(meta), meta.data()),
+                  "reading the query's counters");
+    return meta;
+  }
+
+  pending_block enqueue_block(const execution_params& params) {
+    const std::size_t block = next_block_++;
+    const std::uint64_t first = std::uint64_t(block) * block_rows_;
+    const std::uint64_t count = std::min<std::uint64_t>(block_rows_, rows_ - first);
+    pending_block pending;
+    pending.slot = block % window_;
+    pending.generation = generation_;
+    pending.params = params;
+    pending.rows = count;
+
+    std::vector<cl::Event> ready;
+    std::vector<cl::Buffer> inputs;
+    cl_ulong row_begin = 0;
+    cl_ulong row_end = count;
+    if (on_device_) {
+      for (const auto& c : columns_) inputs.push_back(c.device);
+      row_begin = columns_.front().offset + first;
+      row_end = row_begin + count;
+    } else {
+      auto& slot = staging_[pending.slot];
+      for (std::size_t c = 0; c < columns_.size(); ++c) {
+        const auto& column = columns_[c];
+        const std::size_t bytes = count * column.element_size;
+        std::memcpy(slot.mapped[c], static_cast<const char*>(column.host) + first * column.element_size, bytes);
+        cl::Event copied;
+        detail::check(ctx_.transfer_queue().enqueueWriteBuffer(slot.device[c], CL_FALSE, 0, bytes, slot.mapped[c],
+                                                               nullptr, &copied),
+                      "copying an input block to the device");
+        ready.push_back(copied);
+        inputs.push_back(slot.device[c]);
+      }
+      detail::check(ctx_.transfer_queue().flush(), "starting the input copy");
+    }
+
+    cl::Kernel& kernel = aggregate_kernel(params.strategy);
+    cl_uint arg = 0;
+    for (const auto& input : inputs) set_arg(kernel, arg, input);
+    set_arg(kernel, arg, row_begin);
+    set_arg(kernel, arg, row_end);
+    set_table_args(kernel, arg, table_);
+    set_arg(kernel, arg, cl_uint(table_.bits));
+    set_arg(kernel, arg, cl_uint(table_.capacity));
+    set_arg(kernel, arg, key_min());
+    const std::uint64_t probes = identity_scheme ? 1 : std::min<std::uint64_t>(table_.capacity, 1024);
+    set_arg(kernel, arg, cl_uint(probes));
+    set_arg(kernel, arg, meta_);
+    set_table_args(kernel, arg, spill_);
+    set_arg(kernel, arg, cl_uint(spill_capacity_));
+    const auto& config = params.config;
+    if (params.strategy == strategy_kind::workgroup_local) {
+      const auto buckets = local_capacity();
+      set_arg(kernel, arg, cl::Local((buckets + 1) * sizeof(bits_type)));
+      for (std::size_t j = 0; j < aggregate_count; ++j) set_arg(kernel, arg, cl::Local((buckets + 1) * acc_size(j)));
+      set_arg(kernel, arg, cl_uint(identity_scheme ? 0 : detail::log2_exact(buckets)));
+      set_arg(kernel, arg, cl_uint(buckets));
+    } else if (params.strategy == strategy_kind::independent) {
+      const auto buckets = private_capacity();
+      ensure_private_tables(total_threads(config) * (buckets + 1));
+      set_table_args(kernel, arg, private_);
+      set_arg(kernel, arg, cl_uint(identity_scheme ? 0 : detail::log2_exact(buckets)));
+      set_arg(kernel, arg, cl_uint(buckets));
+    }
+    const std::size_t local = config.work_group_size;
+    if (local > kernel_work_group_limit(kernel)) {
+      throw invalid_argument_error("work group size " + std::to_string(local) + " exceeds this kernel's limit of " +
+                                   std::to_string(kernel_work_group_limit(kernel)) + " on " + ctx_.info().name);
+    }
+    const auto global = static_cast<std::size_t>(total_threads(config));
+    launch(kernel, global, local, "AGGREGATE", &pending.kernel, ready.empty() ? nullptr : &ready);
+    detail::check(ctx_.compute_queue().enqueueReadBuffer(meta_, CL_FALSE, 0, detail::meta_words * sizeof(cl_ulong),
+                                                         meta_mirror_.data() + pending.slot * detail::meta_words,
+                                                         nullptr, &pending.meta_read),
+                  "reading the query's counters");
+    detail::check(ctx_.compute_queue().flush(), "starting AGGREGATE");
+    return pending;
+  }
+
+  /// Waits for a block, records it, and grows the table if it filled.
+  double complete(pending_block& block) {
+    detail::wait_for(block.kernel, "AGGREGATE");
+    detail::wait_for(block.meta_read, "reading the query's counters");
+    const double seconds = detail::event_seconds(block.kernel);
+    stats_.blocks.push_back({block.params, block.rows, seconds});
+    stats_.aggregate_seconds += seconds;
+    if (block.generation != generation_) return seconds;  // a growth since has accounted for it
+    const cl_ulong* meta = meta_mirror_.data() + block.slot * detail::meta_words;
+    if (meta[detail::meta_lost]) throw error("internal error: the spill area overflowed");
+    known_groups_ = meta[detail::meta_groups];
+    if (meta[detail::meta_spilled] > 0) {
+      if constexpr (identity_scheme) {
+        throw key_out_of_domain_error("a key lies outside the domain [min, min + " +
+                                      std::to_string(opts_.domain->size - 1) +
+                                      "] given for direct_addressing; widen options::domain or use hashing<>");
+      }
+      grow();
+    } else if (!identity_scheme && blocks_left() > 0 &&
+               double(meta[detail::meta_groups]) > opts_.max_load_factor * double(table_.capacity)) {
+      grow();
+    }
+    return seconds;
+  }
+
+  /// Rehashes into a larger table and merges the spill area (every in-flight block first).
+  void grow() {
+    detail::check(ctx_.compute_queue().finish(), "waiting for AGGREGATE");
+    auto meta = read_meta();
+    if (meta[detail::meta_lost]) throw error("internal error: the spill area overflowed");
+    const std::uint64_t groups = meta[detail::meta_groups];
+    const std::uint64_t spilled = meta[detail::meta_spilled];
+    const std::uint64_t capacity = std::max(table_capacity_for(groups + spilled), table_.capacity * 2);
+    table_buffers old = std::move(table_);
+    table_ = make_table(capacity);
+    const cl_ulong zero = 0;
+    auto& queue = ctx_.compute_queue();
+    detail::check(queue.enqueueWriteBuffer(meta_, CL_TRUE, detail::meta_groups * sizeof(cl_ulong), sizeof(zero), &zero),
+                  "resetting the group counter");
+    merge(old, old.capacity + (meta[detail::meta_special] ? 1 : 0), old.capacity);
+    merge(spill_, spilled, 0);
+    detail::check(queue.enqueueWriteBuffer(meta_, CL_TRUE, detail::meta_spilled * sizeof(cl_ulong), sizeof(zero),
+                                           &zero),
+                  "resetting the spill counter");
+    meta = read_meta();
+    if (meta[detail::meta_lost]) throw error("internal error: a merge found no bucket");
+    release(table_bytes(old));
+    known_groups_ = meta[detail::meta_groups];
+    stats_.spilled_entries += spilled;
+    ++stats_.table_growths;
+    ++generation_;
+  }
+
+  void merge(const table_buffers& source, std::uint64_t entries, std::uint64_t table_entries) {
+    if (entries == 0) return;
+    cl::Kernel kernel = ctx_.kernel(home_program_, "gpuagg_merge");
+    cl_uint arg = 0;
+    set_table_args(kernel, arg, source);
+    set_arg(kernel, arg, cl_ulong(entries));
+    set_arg(kernel, arg, cl_ulong(table_entries));
+    set_table_args(kernel, arg, table_);
+    set_arg(kernel, arg, cl_uint(table_.bits));
+    set_arg(kernel, arg, cl_uint(table_.capacity));
+    set_arg(kernel, arg, key_min());
+    set_arg(kernel, arg, meta_);
+    cl::Event done;
+    const std::size_t local = std::min<std::size_t>(256, kernel_work_group_limit(kernel));
+    launch(kernel, cover(entries, local), local, "MERGE", &done);
+    detail::wait_for(done, "MERGE");
+    stats_.merge_seconds += detail::event_seconds(done);
+  }
+
+  void ensure_private_tables(std::uint64_t buckets) {
+    if (private_.capacity >= buckets) return;
+    if (private_.keys()) release(table_bytes(private_));
+    private_ = make_buffers(buckets, "INDEPENDENT's private tables");
+  }
+
+  bits_type key_min() const {
+    if constexpr (identity_scheme) {
+      return static_cast<bits_type>(opts_.domain->min_bits);
+    } else {
+      return 0;
+    }
+  }
+
+  void finish_stats() {
+    stats_.programs_built = ctx_.programs_built() - builds_before_;
+    stats_.wall_seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
+  }
+
+  context& ctx_;
+  options opts_;
+  std::vector<detail::column_data> columns_;
+  std::chrono::steady_clock::time_point started_;
+  std::uint64_t rows_ = 0;
+  bool on_device_ = false;
+  std::size_t block_rows_ = 0;
+  std::size_t blocks_total_ = 0;
+  std::size_t next_block_ = 0;
+  std::size_t window_ = 2;
+  std::uint64_t expected_groups_ = 1;
+  std::uint64_t known_groups_ = 0;
+  std::uint64_t spill_capacity_ = 0;
+  std::uint64_t live_bytes_ = 0;
+  unsigned generation_ = 0;
+  std::size_t builds_before_ = 0;
+  cl::Program home_program_;
+  std::array<cl::Program, 3> programs_;
+  std::array<cl::Kernel, 3> aggregate_kernels_;
+  cl::Buffer meta_;
+  std::vector<cl_ulong> meta_mirror_;
+  table_buffers table_;
+  table_buffers spill_;
+  table_buffers private_;
+  std::vector<staging_slot> staging_;
+  query_stats stats_;
+};
+
+}  // namespace gpuagg

@@ -1,0 +1,55 @@
+#pragma once
+// Per-query options of the hash aggregation operator.
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <type_traits>
+
+#include "launch_config.hpp"
+#include "types.hpp"
+
+namespace gpuagg {
+
+class context;
+
+/// The dense key domain [min, max] of the identity ("perfect") scheme, direct_addressing.
+struct key_domain {
+  std::uint64_t min_bits = 0;  ///< the smallest key, as the table's key word
+  std::uint64_t size = 0;      ///< max - min + 1
+
+  key_domain() = default;
+  template <key_type K>
+  key_domain(K min, K max) {
+    using bits = std::make_unsigned_t<K>;
+    min_bits = static_cast<bits>(min);
+    size = static_cast<std::uint64_t>(static_cast<bits>(static_cast<bits>(max) - static_cast<bits>(min))) + 1;
+    valid = max >= min;
+  }
+  bool valid = false;
+};
+
+struct options {
+  /// Hint for the number of groups; sizes the table (load factor at most max_load_factor).
+  /// Without it, the number is estimated from a sample of the keys. A wrong hint costs time,
+  /// never correctness: the table grows when it fills.
+  std::optional<std::uint64_t> expected_groups;
+  /// Largest fraction of buckets in use before the table grows.
+  double max_load_factor = 0.5;
+  /// Input block size per column (section 2.1: 16 MiB).
+  std::size_t block_bytes = std::size_t{16} << 20;
+  /// Blocks in flight at once (transfers of the next overlap AGGREGATE of the current).
+  std::size_t blocks_in_flight = 2;
+  /// Strategy for every block; default (section 3.7): WORKGROUPLOCAL when the table fits in
+  /// local memory, SHARED otherwise.
+  std::optional<strategy_kind> strategy;
+  /// Thread configuration for every block; default: the paper's initial configuration of the
+  /// strategy (section 4.1), clamped to the device.
+  std::optional<launch_config> config;
+  /// Required by direct_addressing: the key domain.
+  std::optional<key_domain> domain;
+  /// The context (device) to run on; default: gpuagg::default_context().
+  context* ctx = nullptr;
+};
+
+}  // namespace gpuagg

@@ -1,0 +1,80 @@
+#pragma once
+// What a query returns: the keys and one column per output, on the host or on the device,
+// with statistics on how the query ran.
+
+#include <cstddef>
+#include <cstdint>
+#include <ostream>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "launch_config.hpp"
+#include "runtime/opencl.hpp"
+
+namespace gpuagg {
+
+/// One block's AGGREGATE: its execution parameters and profiled time.
+struct block_record {
+  execution_params params;
+  std::uint64_t rows = 0;
+  double aggregate_seconds = 0;
+};
+
+/// How a query ran.
+struct query_stats {
+  std::string device;
+  std::uint64_t rows = 0;
+  std::uint64_t groups = 0;
+  std::uint64_t expected_groups = 0;    ///< the hint, or the sample's estimate
+  bool expected_groups_estimated = false;
+  std::uint64_t table_capacity = 0;     ///< buckets of the final table
+  unsigned table_growths = 0;           ///< times the table grew during the query
+  std::uint64_t spilled_entries = 0;    ///< rows or partials merged after a growth
+  std::vector<block_record> blocks;     ///< every AGGREGATE launch, in order
+  double aggregate_seconds = 0;         ///< sum of profiled AGGREGATE times
+  double initialize_seconds = 0;
+  double merge_seconds = 0;             ///< growth: rehash and spill merges
+  double finalize_seconds = 0;
+  double wall_seconds = 0;              ///< host time from start to result
+  std::size_t programs_built = 0;       ///< JIT builds this query caused (0 when cached)
+  std::uint64_t peak_device_bytes = 0;  ///< largest device memory held at once by the query
+
+  /// The strategy of the last block (the one a tuned query converged to).
+  strategy_kind strategy() const { return blocks.empty() ? strategy_kind::shared : blocks.back().params.strategy; }
+  /// Rows per second over the profiled AGGREGATE time.
+  double aggregate_rows_per_second() const { return aggregate_seconds > 0 ? double(rows) / aggregate_seconds : 0; }
+};
+
+inline std::ostream& operator<<(std::ostream& os, const query_stats& s) {
+  os << s.rows << " rows -> " << s.groups << " groups on " << s.device << "; " << s.blocks.size() << " blocks, last "
+     << (s.blocks.empty() ? execution_params{} : s.blocks.back().params) << "; table " << s.table_capacity
+     << " buckets, " << s.table_growths << " growths; AGGREGATE " << s.aggregate_seconds * 1e3 << " ms";
+  return os;
+}
+
+/// Result on the host: `keys[i]` is the group of row i of every output column.
+template <class Key, class... Outputs>
+struct result {
+  std::vector<Key> keys;
+  std::tuple<std::vector<Outputs>...> columns;
+  query_stats stats;
+
+  std::size_t size() const noexcept { return keys.size(); }
+  template <std::size_t I>
+  const auto& column() const noexcept { return std::get<I>(columns); }
+};
+
+/// Result left on the device: buffers of `size` elements.
+template <class Key, class... Outputs>
+struct device_result {
+  cl::Buffer keys;
+  std::tuple<decltype(sizeof(Outputs), cl::Buffer{})...> columns;
+  std::size_t size = 0;
+  query_stats stats;
+
+  template <std::size_t I>
+  const cl::Buffer& column() const noexcept { return std::get<I>(columns); }
+};
+
+}  // namespace gpuagg

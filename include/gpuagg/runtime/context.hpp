@@ -1,0 +1,243 @@
+#pragma once
+// OpenCL runtime: device choice (GPUAGG_DEVICE), context and queues, the program and kernel
+// cache per (context, device), and typed errors for everything that can go wrong there.
+
+#include <algorithm>
+#include <cctype>
+#include <cstdint>
+#include <cstdlib>
+#include <functional>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "opencl.hpp"
+
+namespace gpuagg {
+
+/// What the driver and the tuner need to know about a device.
+struct device_info {
+  std::string name;
+  std::string vendor;
+  std::string driver_version;
+  std::string platform_name;
+  std::uint32_t compute_units = 1;
+  std::uint32_t max_work_group_size = 1;
+  std::uint64_t local_mem_bytes = 0;
+  std::uint64_t global_mem_bytes = 0;
+  std::uint64_t max_alloc_bytes = 0;
+  bool is_gpu = false;
+  bool int64_atomics = false;
+  bool fp64 = false;
+};
+
+namespace detail {
+
+inline std::string lower(std::string text) {
+  std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return std::tolower(c); });
+  return text;
+}
+
+inline std::vector<std::pair<cl::Platform, cl::Device>> all_devices() {
+  std::vector<cl::Platform> platforms;
+  const cl_int status = cl::Platform::get(&platforms);
+  if (status != CL_SUCCESS && status != -1001 /* CL_PLATFORM_NOT_FOUND_KHR */) {
+    throw no_device_error("no OpenCL platform: clGetPlatformIDs returned " + opencl_error_name(status));
+  }
+  std::vector<std::pair<cl::Platform, cl::Device>> found;
+  for (auto& platform : platforms) {
+    std::vector<cl::Device> devices;
+    if (platform.getDevices(CL_DEVICE_TYPE_ALL, &devices) != CL_SUCCESS) continue;
+    for (auto& device : devices) found.emplace_back(platform, device);
+  }
+  return found;
+}
+
+inline std::string describe(const std::pair<cl::Platform, cl::Device>& entry) {
+  return entry.first.getInfo<CL_PLATFORM_NAME>() + " / " + entry.second.getInfo<CL_DEVICE_NAME>();
+}
+
+/// Picks the device named by `selector` (an index into all devices of all platforms, or a
+/// case-insensitive substring of "platform / device"); empty: the first GPU, else the first.
+inline cl::Device choose_device(std::string_view selector) {
+  const auto devices = all_devices();
+  if (devices.empty()) {
+    throw no_device_error("no OpenCL device found (is an OpenCL driver such as pocl-opencl-icd installed?)");
+  }
+  std::string listing;
+  for (std::size_t i = 0; i < devices.size(); ++i) listing += "\n  " + std::to_string(i) + ": " + describe(devices[i]);
+  if (selector.empty()) {
+    for (const auto& entry : devices) {
+      if (entry.second.getInfo<CL_DEVICE_TYPE>() & CL_DEVICE_TYPE_GPU) return entry.second;
+    }
+    return devices.front().second;
+  }
+  const std::string wanted(selector);
+  if (std::all_of(wanted.begin(), wanted.end(), [](unsigned char c) { return std::isdigit(c); })) {
+    const auto index = std::stoul(wanted);
+    if (index < devices.size()) return devices[index].second;
+    throw no_device_error("GPUAGG_DEVICE=" + wanted + " is no device index; devices:" + listing);
+  }
+  for (const auto& entry : devices) {
+    if (lower(describe(entry)).find(lower(wanted)) != std::string::npos) return entry.second;
+  }
+  throw no_device_error("GPUAGG_DEVICE=\"" + wanted + "\" matches no device; devices:" + listing);
+}
+
+/// The line of `source` that a compiler log's first "<file>:LINE:COL" points at (clang-based
+/// compilers name the file "<source>" or a temporary ".cl" file, NVIDIA's "<kernel>").
+inline std::string source_line_from_log(const std::string& log, const std::string& source) {
+  static const std::regex location(R"((?:\.cl|<source>|<kernel>|<program source>):(\d+):\d+)");
+  std::smatch match;
+  if (!std::regex_search(log, match, location)) return {};
+  const auto line = std::stoul(match[1].str());
+  std::istringstream lines(source);
+  std::string text;
+  for (std::size_t i = 1; std::getline(lines, text); ++i) {
+    if (i == line) return "line " + std::to_string(line) + ": " + text;
+  }
+  return {};
+}
+
+inline bool env_flag(const char* name) {
+  const char* value = std::getenv(name);
+  return value != nullptr && *value != '\0' && std::string_view(value) != "0";
+}
+
+}  // namespace detail
+
+/// An OpenCL context on one device with its queues and its program cache. Programs and
+/// kernels are cached per context and device, keyed by the full source and build options, so a
+/// second query of the same shape builds nothing.
+class context {
+ public:
+  /// The device GPUAGG_DEVICE names, else the first GPU, else the first device.
+  context() : context(detail::choose_device(std::getenv("GPUAGG_DEVICE") ? std::getenv("GPUAGG_DEVICE") : "")) {}
+
+  explicit context(const cl::Device& device) : context(cl::Context(device), device) {}
+
+  /// Wraps an existing context (e.g. a Boost.Compute one) so device buffers from it can be used.
+  context(const cl::Context& cl_context, const cl::Device& device) : context_(cl_context), device_(device) {
+    cl_int status = CL_SUCCESS;
+    compute_queue_ = cl::CommandQueue(context_, device_, CL_QUEUE_PROFILING_ENABLE, &status);
+    detail::check(status, "creating the compute queue");
+    transfer_queue_ = cl::CommandQueue(context_, device_, CL_QUEUE_PROFILING_ENABLE, &status);
+    detail::check(status, "creating the transfer queue");
+    read_info();
+  }
+
+  const cl::Context& cl_context() const noexcept { return context_; }
+  const cl::Device& device() const noexcept { return device_; }
+  const device_info& info() const noexcept { return info_; }
+  cl::CommandQueue& compute_queue() noexcept { return compute_queue_; }
+  cl::CommandQueue& transfer_queue() noexcept { return transfer_queue_; }
+
+  /// The program built from `source` with `options`, built once per context.
+  cl::Program program(std::string_view source, const std::string& options = {}) {
+    const std::lock_guard lock(mutex_);
+    std::string key = options;
+    key += '\n';
+    key += source;
+    if (auto found = programs_.find(key); found != programs_.end()) return found->second;
+    if (detail::env_flag("GPUAGG_SHOW_KERNELS")) {
+      std::cerr << "// gpuagg: building OpenCL program (" << source.size() << " bytes, options \"" << options
+                << "\")\n"
+                << source << '\n';
+    }
+    std::string text(source);
+    cl_int status = CL_SUCCESS;
+    cl::Program program(context_, text, false, &status);
+    detail::check(status, "creating an OpenCL program");
+    const cl_int built = program.build(std::vector<cl::Device>{device_}, options.c_str());
+    if (built != CL_SUCCESS) {
+      std::string log;
+      program.getBuildInfo(device_, CL_PROGRAM_BUILD_LOG, &log);
+      const std::string line = detail::source_line_from_log(log, text);
+      throw build_error("OpenCL program failed to build on " + info_.name + " (" + detail::opencl_error_name(built) +
+                            ")" + (line.empty() ? std::string() : "\n  at " + line) + "\nbuild log:\n" + log,
+                        log, line);
+    }
+    ++builds_;
+    programs_.emplace(std::move(key), program);
+    return program;
+  }
+
+  /// A kernel of a cached program. Kernels carry arguments, so each caller gets its own copy.
+  cl::Kernel kernel(const cl::Program& program, const char* name) {
+    cl_int status = CL_SUCCESS;
+    cl::Kernel kernel(program, name, &status);
+    detail::check(status, (std::string("creating kernel ") + name).c_str());
+    return kernel;
+  }
+
+  /// How many programs this context has built (the cache's misses).
+  std::size_t programs_built() const {
+    const std::lock_guard lock(mutex_);
+    return builds_;
+  }
+
+  /// Throws out_of_memory_error when `bytes` cannot be one allocation or exceed the device.
+  void check_allocation(std::uint64_t bytes, const std::string& what) const {
+    if (bytes > info_.max_alloc_bytes) throw out_of_memory_error(bytes, info_.max_alloc_bytes, what);
+    if (bytes > info_.global_mem_bytes) throw out_of_memory_error(bytes, info_.global_mem_bytes, what);
+  }
+
+  /// A device buffer of `bytes` bytes (at least 1), with the allocation checked first.
+  cl::Buffer buffer(std::uint64_t bytes, const std::string& what, cl_mem_flags flags = CL_MEM_READ_WRITE) {
+    bytes = std::max<std::uint64_t>(bytes, 1);
+    check_allocation(bytes, what);
+    cl_int status = CL_SUCCESS;
+    cl::Buffer buffer(context_, flags, static_cast<std::size_t>(bytes), nullptr, &status);
+    if (status == CL_MEM_OBJECT_ALLOCATION_FAILURE || status == CL_OUT_OF_RESOURCES ||
+        status == CL_INVALID_BUFFER_SIZE || status == CL_OUT_OF_HOST_MEMORY) {
+      throw out_of_memory_error(bytes, info_.global_mem_bytes, what);
+    }
+    detail::check(status, ("allocating " + what).c_str());
+    return buffer;
+  }
+
+ private:
+  void read_info() {
+    info_.name = device_.getInfo<CL_DEVICE_NAME>();
+    info_.vendor = device_.getInfo<CL_DEVICE_VENDOR>();
+    info_.driver_version = device_.getInfo<CL_DRIVER_VERSION>();
+    info_.platform_name = cl::Platform(device_.getInfo<CL_DEVICE_PLATFORM>()).getInfo<CL_PLATFORM_NAME>();
+    info_.compute_units = device_.getInfo<CL_DEVICE_MAX_COMPUTE_UNITS>();
+    info_.max_work_group_size = static_cast<std::uint32_t>(device_.getInfo<CL_DEVICE_MAX_WORK_GROUP_SIZE>());
+    info_.local_mem_bytes = device_.getInfo<CL_DEVICE_LOCAL_MEM_SIZE>();
+    info_.global_mem_bytes = device_.getInfo<CL_DEVICE_GLOBAL_MEM_SIZE>();
+    info_.max_alloc_bytes = device_.getInfo<CL_DEVICE_MAX_MEM_ALLOC_SIZE>();
+    info_.is_gpu = (device_.getInfo<CL_DEVICE_TYPE>() & CL_DEVICE_TYPE_GPU) != 0;
+    const std::string extensions = device_.getInfo<CL_DEVICE_EXTENSIONS>();
+    info_.int64_atomics = extensions.find("cl_khr_int64_base_atomics") != std::string::npos;
+    info_.fp64 = extensions.find("cl_khr_fp64") != std::string::npos;
+    // Trim the NUL some drivers leave at the end of info strings.
+    for (auto* text : {&info_.name, &info_.vendor, &info_.driver_version, &info_.platform_name}) {
+      while (!text->empty() && (text->back() == '\0' || text->back() == ' ')) text->pop_back();
+    }
+  }
+
+  cl::Context context_;
+  cl::Device device_;
+  cl::CommandQueue compute_queue_;
+  cl::CommandQueue transfer_queue_;
+  device_info info_;
+  mutable std::mutex mutex_;
+  std::map<std::string, cl::Program, std::less<>> programs_;
+  std::size_t builds_ = 0;
+};
+
+/// The process-wide default context, created on first use (thread-safe static).
+inline context& default_context() {
+  static context instance;
+  return instance;
+}
+
+}  // namespace gpuagg

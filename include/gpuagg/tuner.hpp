@@ -1,0 +1,305 @@
+#pragma once
+// The tuner: dynamic selection of execution parameters during query execution (Rosenfeld et
+// al. 2019, section 4). It chooses each block's strategy and thread configuration, reads back
+// each block's profiled AGGREGATE time, and follows Algorithm 1 through the search space until
+// it converges; the remaining blocks then run with the winner. Winners are remembered per
+// device and query shape in a JSON file, so a later query of the same shape starts from them.
+//
+// This header declares and documents; the bodies live in detail/tuner/*.hpp, included at the
+// end. Everything here is pure host code: no OpenCL. The tuner wraps the driver through the
+// `block_driver` concept and never names it; the driver never knows the tuner.
+//
+// Environment:
+//   GPUAGG_CACHE_DIR   where tuning.json lives (else $XDG_CACHE_HOME/gpuagg, else
+//                      $HOME/.cache/gpuagg)
+//   GPUAGG_LOG         non-empty and not "0": log the tuner's decisions to stderr
+
+#include <gpuagg/launch_config.hpp>
+
+#include <concepts>
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <iosfwd>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace gpuagg {
+
+// ---------------------------------------------------------------------------------------------
+// Hyper parameters (section 4.1 and Table 1)
+
+/// The tuner's hyper parameters. A literal, structural type, so it configures the tuner at
+/// compile time: `tuner<tuner_params{.similarity = 0.0}>` is the strict-gradient tuner.
+struct tuner_params {
+  /// s: two runtimes are similar (a performance plateau) when
+  /// (1-s) t(c_i) <= t(c_j) <= (1+s) t(c_i). s = 0 ignores plateaus (strict gradient).
+  double similarity = 0.06;
+  /// p > 1: a reference configuration slower than p * t(c_f) is pruned (Algorithm 1, line 6).
+  double prune = 1.07;
+  /// v_max: ProcessBlocksWith accepts a window whose normalized range (max-min)/mean is at or
+  /// below this value.
+  double max_variation = 0.019;
+  /// b_max: ProcessBlocksWith spends at most this many blocks on one configuration.
+  unsigned max_blocks = 10;
+  /// Window of ProcessBlocksWith: "the algorithm executes a thread configuration on three blocks".
+  unsigned initial_blocks = 3;
+  /// Consult and update the persistent cache when the caller gives a tuning_key.
+  bool use_cache = true;
+
+  /// The constraints the paper states or implies; checked by `tuner` with a static_assert.
+  constexpr bool valid() const noexcept {
+    return similarity >= 0.0 && similarity < 1.0 && prune > 1.0 && max_variation >= 0.0 &&
+           initial_blocks >= 1 && max_blocks >= initial_blocks;
+  }
+  friend constexpr bool operator==(const tuner_params&, const tuner_params&) = default;
+};
+
+/// Table 1, first row: ignore performance plateaus.
+inline constexpr tuner_params strict_gradient_params{.similarity = 0.0};
+/// Table 1, second row (the defaults): detect performance plateaus.
+inline constexpr tuner_params plateau_params{};
+
+std::ostream& operator<<(std::ostream& os, const tuner_params& params);
+
+// ---------------------------------------------------------------------------------------------
+// The search space (section 3.1)
+
+/// Thread configurations the tuner may visit: work groups per compute unit in powers of two
+/// 1..max_work_groups_per_cu, work group sizes in powers of two 1..max_work_group_size (the
+/// device's limit). Bounds that are not powers of two are rounded down to one. Whether a point
+/// can actually run (local memory, table copies) is the caller's feasibility predicate.
+struct search_space {
+  std::uint32_t max_work_groups_per_cu = 1024;
+  std::uint32_t max_work_group_size = 1024;
+
+  /// Both dimensions are powers of two within the bounds.
+  bool contains(const execution_params& params) const noexcept;
+  /// Rounds each dimension down to a power of two and into the bounds (at least 1).
+  execution_params clamp(execution_params params) const noexcept;
+  /// Neighbourhood of Algorithm 1: adjacent powers of two in each dimension, same strategy,
+  /// inside the bounds, in this order (the order they are tried in):
+  ///   1. work_groups_per_cu x 2   2. work_groups_per_cu / 2
+  ///   3. work_group_size x 2      4. work_group_size / 2
+  std::vector<execution_params> neighbours(const execution_params& params) const;
+  /// Every point of one strategy's grid, work_groups_per_cu-major (for a full evaluation).
+  std::vector<execution_params> configurations(strategy_kind strategy) const;
+};
+
+/// Section 4.1, "Initial thread configurations": 1x512 SHARED, 1x256 INDEPENDENT, 4x512
+/// WORKGROUPLOCAL, clamped to `space` (e.g. to 1x256 / 4x256 where work groups hold 256 items).
+std::vector<execution_params> default_initial_configs(const search_space& space);
+
+/// The one default initial configuration of `strategy`, clamped to `space`.
+execution_params default_initial_config(strategy_kind strategy, const search_space& space);
+
+// ---------------------------------------------------------------------------------------------
+// What the tuner drives
+
+/// Measures one block of the query with the given parameters and returns its AGGREGATE time in
+/// seconds. The live tuner wraps the driver in one; replay and tests inject recorded times.
+using measure_fn = std::function<double(const execution_params&)>;
+
+/// Says whether a point can run at all (resource limits, strategy limits). Called before
+/// anything is measured; an infeasible point is never measured.
+using feasibility_fn = std::function<bool(const execution_params&)>;
+
+/// Anything callable as a feasibility predicate.
+template <class F>
+concept feasibility_predicate = std::predicate<F&, const execution_params&>;
+
+/// The block-wise driver as the tuner sees it (section 2.1, "Execution stages"): every block the
+/// tuner measures advances the real query.
+template <class D>
+concept block_driver = requires(D d, const execution_params& p) {
+  { d.blocks_left() } -> std::convertible_to<std::size_t>;  // blocks not yet processed
+  { d.run_block(p) } -> std::convertible_to<double>;  // processes the NEXT block with p and
+                                                      // returns its profiled AGGREGATE seconds
+};
+
+// ---------------------------------------------------------------------------------------------
+// The persistent cache (section 4.3: "determine the fastest execution [parameters] per query
+// and store these values")
+
+/// What a stored winner is keyed by: the same device and driver, the same query, key type and
+/// order of magnitude of groups make the same search space.
+struct tuning_key {
+  std::string device;          ///< device name as the runtime reports it
+  std::string driver_version;  ///< driver version as the runtime reports it
+  std::string query;           ///< query signature, e.g. "sum(v) group by g"
+  std::string key_type;        ///< key type name, e.g. "uint32"
+  int groups_log2 = 0;         ///< ceil(log2(expected groups)), see `log2_groups`
+
+  /// ceil(log2(max(1, expected_groups))).
+  static int log2_groups(std::uint64_t expected_groups) noexcept;
+  friend bool operator==(const tuning_key&, const tuning_key&) = default;
+};
+
+std::ostream& operator<<(std::ostream& os, const tuning_key& key);
+
+/// One stored winner.
+struct cache_entry {
+  execution_params params{};
+  double seconds = 0.0;  ///< its time per block when it won
+  friend bool operator==(const cache_entry&, const cache_entry&) = default;
+};
+
+/// The winners file: one JSON document, {"format": "gpuagg-tuning", "version": 1, "entries":
+/// [{device, driver_version, query, key_type, groups_log2, strategy, work_groups_per_cu,
+/// work_group_size, seconds}, ...]}. A value type (just the path); all file access is
+/// serialized by one process-wide mutex and every write is atomic (temp file + rename), so
+/// readers never see half a file. Across processes the last writer wins.
+///
+/// Failures never throw: a corrupt, unreadable or unwritable file adds a warning to the caller's
+/// list (printed once per process on stderr) and behaves like an empty cache. A file that does
+/// not exist yet is a plain miss.
+class tuning_cache {
+ public:
+  /// A disabled cache: loads miss, stores do nothing.
+  tuning_cache() = default;
+  explicit tuning_cache(std::filesystem::path file);
+
+  /// `default_path()`, or a disabled cache where no path can be resolved.
+  static tuning_cache from_environment();
+  /// $GPUAGG_CACHE_DIR/tuning.json, else $XDG_CACHE_HOME/gpuagg/tuning.json, else
+  /// $HOME/.cache/gpuagg/tuning.json (empty variables count as unset).
+  static std::optional<std::filesystem::path> default_path();
+
+  bool enabled() const noexcept { return !file_.empty(); }
+  const std::filesystem::path& path() const noexcept { return file_; }
+
+  std::optional<cache_entry> load(const tuning_key& key, std::vector<std::string>& warnings) const;
+  /// Inserts or replaces the entry of `key`; false (with a warning) where it could not write.
+  bool store(const tuning_key& key, const cache_entry& entry, std::vector<std::string>& warnings) const;
+
+ private:
+  std::filesystem::path file_;
+};
+
+// ---------------------------------------------------------------------------------------------
+// The report (section 4.2 metrics)
+
+/// Why a configuration was measured.
+enum class measurement_role : std::uint8_t {
+  initial,      ///< an initial configuration (section 4.1), before the loop
+  neighbour,    ///< Algorithm 1, line 12
+  cache_check,  ///< the stored winner, measured once to confirm it
+};
+
+std::string_view to_string(measurement_role role) noexcept;
+
+/// One ProcessBlocksWith call.
+struct tried_configuration {
+  execution_params params{};
+  double seconds = 0.0;  ///< mean of the kept window (the measurement t(c))
+  unsigned blocks = 0;   ///< blocks spent on it, discarded outliers included
+  bool complete = true;  ///< false: the input ran out before the measurement finished
+  measurement_role role = measurement_role::neighbour;
+  std::vector<double> block_seconds;  ///< every block's time, in order
+};
+
+/// What the cache contributed.
+enum class cache_outcome : std::uint8_t {
+  not_used,  ///< no key, caching disabled, or no cache path
+  miss,      ///< nothing stored (or unusable): full search
+  hit,       ///< stored winner confirmed by one measurement: no search
+  stale,     ///< stored winner off by more than s: full search, entry replaced
+};
+
+std::string_view to_string(cache_outcome outcome) noexcept;
+
+/// Everything a tuning run did.
+struct tuning_report {
+  tuner_params params{};
+  std::vector<tried_configuration> tried;   ///< in the order measured
+  std::optional<execution_params> winner;   ///< c_f; empty only if nothing could be measured
+  double winner_seconds = 0.0;              ///< t(c_f)
+  bool converged = false;                   ///< false: the input ran out mid-search
+  std::size_t exploration_blocks = 0;       ///< blocks processed while tuning (incl. cache check)
+  double exploration_seconds = 0.0;         ///< their summed block times
+  std::size_t winner_blocks = 0;            ///< blocks run with the winner afterwards (run() only)
+  double winner_block_seconds = 0.0;        ///< their summed block times
+  cache_outcome cache = cache_outcome::not_used;
+  std::vector<std::string> warnings;        ///< cache trouble, no feasible configuration, ...
+  double host_seconds = 0.0;                ///< the tuner's own bookkeeping time (no blocks, no I/O)
+
+  /// Algorithm overhead (section 4.2, metric 3): host bookkeeping time as a share of the block
+  /// time it steered, host_seconds / exploration_seconds.
+  double overhead() const noexcept;
+  /// Cost (section 4.2, metric 2): cumulative normalized runtime until convergence minus the
+  /// number of processed blocks, sum_b t_b / best - blocks = exploration_seconds / best -
+  /// exploration_blocks: how many more blocks the fastest configuration would have processed.
+  double cost(double best_seconds) const noexcept;
+  /// `cost(winner_seconds)`: normalized by the best time this run knows.
+  double cost() const noexcept;
+  /// The measurement of `params`, or nullptr.
+  const tried_configuration* find(const execution_params& params) const noexcept;
+};
+
+std::ostream& operator<<(std::ostream& os, const tuning_report& report);
+
+// ---------------------------------------------------------------------------------------------
+// The tuner
+
+/// Algorithm 1 with its hyper parameters fixed at compile time.
+///
+///   gpuagg::tuner<> tuner{gpuagg::search_space{.max_work_group_size = 1024}};
+///   auto report = tuner.run(driver, feasible, {}, key);   // drives the whole query
+///
+/// `search` is the same algorithm over a plain measurement callback (replay, tests).
+template <tuner_params Params = tuner_params{}>
+class tuner {
+  static_assert(Params.similarity >= 0.0 && Params.similarity < 1.0,
+                "tuner_params::similarity (s) must lie in [0, 1)");
+  static_assert(Params.prune > 1.0, "tuner_params::prune (p) must be greater than 1 (Algorithm 1)");
+  static_assert(Params.max_variation >= 0.0, "tuner_params::max_variation (v_max) must be >= 0");
+  static_assert(Params.initial_blocks >= 1, "tuner_params::initial_blocks must be at least 1");
+  static_assert(Params.max_blocks >= Params.initial_blocks,
+                "tuner_params::max_blocks (b_max) must be >= initial_blocks");
+
+ public:
+  static constexpr tuner_params params = Params;
+
+  /// Reads GPUAGG_LOG once here.
+  explicit tuner(search_space space = {}, tuning_cache cache = tuning_cache::from_environment());
+
+  const search_space& space() const noexcept { return space_; }
+  const tuning_cache& cache() const noexcept { return cache_; }
+  /// Where decisions are logged; nullptr silences. Defaults to stderr iff GPUAGG_LOG is set.
+  void log_to(std::ostream* sink) noexcept { log_ = sink; }
+
+  /// Runs the search with `measure`, which may be called at most `blocks_available` times.
+  /// `initial` empty means `default_initial_configs(space())`. With a key (and use_cache), a
+  /// stored winner is checked with one ProcessBlocksWith and the full search runs only if it is
+  /// off by more than s; a converged search stores its winner.
+  tuning_report search(const measure_fn& measure, std::size_t blocks_available,
+                       const feasibility_fn& feasible, std::span<const execution_params> initial = {},
+                       const std::optional<tuning_key>& key = std::nullopt) const;
+
+  /// Drives the whole query: tunes on the driver's blocks, then runs every remaining block with
+  /// the winner. If the input runs out mid-search, the report says so (converged == false) and
+  /// holds the best so far. Throws unsupported_error if no point is feasible while blocks are left.
+  template <block_driver Driver, feasibility_predicate Feasible>
+  tuning_report run(Driver& driver, Feasible&& feasible, std::span<const execution_params> initial = {},
+                    const std::optional<tuning_key>& key = std::nullopt) const;
+
+ private:
+  search_space space_;
+  tuning_cache cache_;
+  std::ostream* log_ = nullptr;
+};
+
+}  // namespace gpuagg
+
+// Definitions (cuCollections-style: declarations above, bodies in detail/).
+#include <gpuagg/detail/tuner/space.hpp>
+#include <gpuagg/detail/tuner/log.hpp>
+#include <gpuagg/detail/tuner/process_blocks.hpp>
+#include <gpuagg/detail/tuner/algorithm1.hpp>
+#include <gpuagg/detail/tuner/cache.hpp>
+#include <gpuagg/detail/tuner/report.hpp>
+#include <gpuagg/detail/tuner/tune.hpp>

@@ -1,0 +1,789 @@
+// Tests of the tuner's pure parts (Rosenfeld et al. 2019, section 4): Algorithm 1 on synthetic
+// search spaces with known answers, ProcessBlocksWith, the persistent cache, the report. No
+// OpenCL: block times are injected.
+
+#include <gpuagg/tuner.hpp>
+
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <map>
+#include <random>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <type_traits>
+#include <vector>
+
+namespace {
+
+using gpuagg::cache_outcome;
+using gpuagg::execution_params;
+using gpuagg::measurement_role;
+using gpuagg::search_space;
+using gpuagg::strategy_kind;
+using gpuagg::tuner;
+using gpuagg::tuner_params;
+using gpuagg::tuning_cache;
+using gpuagg::tuning_key;
+using gpuagg::tuning_report;
+
+constexpr execution_params shared(std::uint32_t groups, std::uint32_t size) {
+  return {strategy_kind::shared, {groups, size}};
+}
+constexpr execution_params independent(std::uint32_t groups, std::uint32_t size) {
+  return {strategy_kind::independent, {groups, size}};
+}
+constexpr execution_params local(std::uint32_t groups, std::uint32_t size) {
+  return {strategy_kind::workgroup_local, {groups, size}};
+}
+
+/// A bowl in log2 coordinates: base * (1 + k * ((x - x0)^2 + (y - y0)^2)), x = log2(groups per
+/// CU), y = log2(work group size). Convex, single minimum at 2^x0 x 2^y0.
+std::function<double(const execution_params&)> bowl(double base, double x0, double y0, double k = 0.05) {
+  return [=](const execution_params& p) {
+    const double x = std::log2(p.config.work_groups_per_cu);
+    const double y = std::log2(p.config.work_group_size);
+    return base * (1.0 + k * ((x - x0) * (x - x0) + (y - y0) * (y - y0)));
+  };
+}
+
+/// Injected block times: `time(c)` per block, optionally reshaped per block index, and a record
+/// of every block measured.
+struct synthetic_space {
+  explicit synthetic_space(std::function<double(const execution_params&)> steady) : time(std::move(steady)) {}
+
+  std::function<double(const execution_params&)> time;
+  std::function<double(const execution_params&, unsigned block)> block_time;  // optional
+  std::vector<execution_params> blocks;
+  std::map<execution_params, unsigned> blocks_of;
+
+  double operator()(const execution_params& params) {
+    const unsigned index = blocks_of[params]++;
+    blocks.push_back(params);
+    return block_time ? block_time(params, index) : time(params);
+  }
+  /// The configurations measured, in order, each once (consecutive blocks collapsed).
+  std::vector<execution_params> sequence() const {
+    std::vector<execution_params> result;
+    for (const auto& p : blocks) {
+      if (result.empty() || result.back() != p) result.push_back(p);
+    }
+    return result;
+  }
+};
+
+/// A table of times with a default elsewhere: for hand-built spaces.
+std::function<double(const execution_params&)> table(std::map<execution_params, double> times,
+                                                      double otherwise = 10.0) {
+  return [times = std::move(times), otherwise](const execution_params& p) {
+    const auto it = times.find(p);
+    return it == times.end() ? otherwise : it->second;
+  };
+}
+
+bool always(const execution_params&) { return true; }
+
+/// A tuner that never touches a cache file.
+template <tuner_params Params = tuner_params{}>
+tuner<Params> uncached(search_space space = {}) {
+  return tuner<Params>(space, tuning_cache{});
+}
+
+/// The best point of `time` over the whole space, by brute force.
+execution_params optimum_of(const std::function<double(const execution_params&)>& time, const search_space& space,
+                            const std::function<bool(const execution_params&)>& feasible = always) {
+  std::optional<execution_params> best;
+  for (strategy_kind kind : gpuagg::all_strategies) {
+    for (const auto& p : space.configurations(kind)) {
+      if (feasible(p) && (!best || time(p) < time(*best))) best = p;
+    }
+  }
+  return *best;
+}
+
+/// The block-wise driver as the tuner sees it: `total` blocks, times from a space.
+struct mock_driver {
+  mock_driver(std::size_t blocks, std::function<double(const execution_params&)> block_time)
+      : total(blocks), time(std::move(block_time)) {}
+
+  std::size_t total = 0;
+  std::function<double(const execution_params&)> time;
+  std::vector<execution_params> ran;
+
+  std::size_t blocks_left() const { return total - ran.size(); }
+  double run_block(const execution_params& params) {
+    REQUIRE(ran.size() < total);  // the tuner never runs past the input
+    ran.push_back(params);
+    return time(params);
+  }
+};
+static_assert(gpuagg::block_driver<mock_driver>);
+static_assert(!gpuagg::block_driver<int>);
+
+/// A fresh cache directory named by GPUAGG_CACHE_DIR for one test.
+struct cache_dir {
+  std::filesystem::path dir;
+  cache_dir() {
+    static std::atomic<unsigned> counter{0};
+    std::random_device random;
+    dir = std::filesystem::temp_directory_path() /
+          ("gpuagg_tuner_test_" + std::to_string(random()) + "_" + std::to_string(counter++));
+    std::filesystem::create_directories(dir);
+    ::setenv("GPUAGG_CACHE_DIR", dir.c_str(), 1);
+  }
+  ~cache_dir() {
+    ::unsetenv("GPUAGG_CACHE_DIR");
+    std::error_code ignored;
+    std::filesystem::remove_all(dir, ignored);
+  }
+  std::filesystem::path file() const { return dir / "tuning.json"; }
+};
+
+/// Collects what is written to std::cerr while alive.
+struct stderr_capture {
+  std::ostringstream text;
+  std::streambuf* previous;
+  stderr_capture() : previous(std::cerr.rdbuf(text.rdbuf())) {}
+  ~stderr_capture() { std::cerr.rdbuf(previous); }
+};
+
+const tuning_key sample_key{"Test GPU", "1.0", "sum(v) group by g", "uint32", 20};
+
+bool contains_text(const std::vector<std::string>& lines, std::string_view needle) {
+  for (const auto& line : lines) {
+    if (line.find(needle) != std::string::npos) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+// -------------------------------------------------------------------------------------------------
+
+TEST_CASE("tuner_params is a literal type usable as a non-type template parameter") {
+  // Table 1 defaults.
+  constexpr tuner_params defaults{};
+  static_assert(defaults.similarity == 0.06 && defaults.prune == 1.07);
+  static_assert(defaults.max_variation == 0.019 && defaults.max_blocks == 10 && defaults.initial_blocks == 3);
+  static_assert(defaults.valid());
+  static_assert(gpuagg::plateau_params == defaults);
+  static_assert(gpuagg::strict_gradient_params.similarity == 0.0 && gpuagg::strict_gradient_params.valid());
+
+  static_assert(tuner<>::params == defaults);
+  static_assert(tuner<tuner_params{.similarity = 0.0}>::params.similarity == 0.0);
+  static_assert(tuner<tuner_params{.prune = 1.5, .max_blocks = 5}>::params.max_blocks == 5);
+  static_assert(std::is_same_v<tuner<gpuagg::strict_gradient_params>, tuner<tuner_params{.similarity = 0.0}>>);
+  static_assert(!std::is_same_v<tuner<>, tuner<gpuagg::strict_gradient_params>>);
+
+  // What the tuner's static_asserts reject.
+  static_assert(!tuner_params{.prune = 1.0}.valid());
+  static_assert(!tuner_params{.similarity = -0.1}.valid());
+  static_assert(!tuner_params{.max_blocks = 2}.valid());
+  static_assert(!tuner_params{.initial_blocks = 0}.valid());
+}
+
+TEST_CASE("search space: bounds, clamping, neighbourhood order") {
+  const search_space space{};
+  CHECK(space.contains(shared(1, 1)));
+  CHECK(space.contains(shared(1024, 1024)));
+  CHECK_FALSE(space.contains(shared(2048, 1)));
+  CHECK_FALSE(space.contains(shared(3, 4)));
+  CHECK(space.configurations(strategy_kind::shared).size() == 121);  // section 3.1: 11 x 11
+
+  // Documented order: groups x2, groups /2, size x2, size /2.
+  CHECK(space.neighbours(shared(4, 64)) ==
+        std::vector{shared(8, 64), shared(2, 64), shared(4, 128), shared(4, 32)});
+  CHECK(space.neighbours(local(1, 1)) == std::vector{local(2, 1), local(1, 2)});
+  CHECK(space.neighbours(shared(1024, 1024)) == std::vector{shared(512, 1024), shared(1024, 512)});
+
+  // Clamping to a device with 256 work items per group (section 4.1: "we adjust the initial
+  // configurations accordingly"); limits that are not powers of two round down.
+  const search_space amd{.max_work_groups_per_cu = 1024, .max_work_group_size = 256};
+  CHECK(gpuagg::default_initial_configs(amd) == std::vector{shared(1, 256), independent(1, 256), local(4, 256)});
+  CHECK(gpuagg::default_initial_configs(space) == std::vector{shared(1, 512), independent(1, 256), local(4, 512)});
+  const search_space odd{.max_work_groups_per_cu = 100, .max_work_group_size = 768};
+  CHECK(odd.clamp(shared(1000, 1000)) == shared(64, 512));
+  CHECK(odd.clamp(shared(3, 5)) == shared(2, 4));
+  CHECK(odd.configurations(strategy_kind::shared).size() == 7 * 10);
+
+  CHECK(tuning_key::log2_groups(0) == 0);
+  CHECK(tuning_key::log2_groups(1) == 0);
+  CHECK(tuning_key::log2_groups(2) == 1);
+  CHECK(tuning_key::log2_groups(3) == 2);
+  CHECK(tuning_key::log2_groups(1024) == 10);
+  CHECK(tuning_key::log2_groups(1025) == 11);
+}
+
+TEST_CASE("ProcessBlocksWith: window, outliers, b_max, end of input") {
+  using gpuagg::detail::process_blocks_with;
+  const tuner_params params{};
+  const auto feed = [](std::vector<double> times) {
+    return [times = std::move(times), next = std::size_t{0}]() mutable -> std::optional<double> {
+      if (next == times.size()) return std::nullopt;
+      return times[next++];
+    };
+  };
+
+  SUBCASE("steady blocks: three blocks, their mean") {
+    const auto m = process_blocks_with(params, feed({2.0, 2.01, 2.0, 9.0}));
+    CHECK(m.complete);
+    CHECK(m.blocks == 3);
+    CHECK(m.seconds == doctest::Approx((2.0 + 2.01 + 2.0) / 3));
+  }
+  SUBCASE("a 3x slower first block is discarded: four blocks") {
+    const auto m = process_blocks_with(params, feed({6.0, 2.0, 2.0, 2.0, 9.0}));
+    CHECK(m.complete);
+    CHECK(m.blocks == 4);
+    CHECK(m.seconds == doctest::Approx(2.0));
+    CHECK(m.block_seconds == std::vector{6.0, 2.0, 2.0, 2.0});
+  }
+  SUBCASE("two leading outliers: five blocks") {
+    const auto m = process_blocks_with(params, feed({6.0, 3.0, 2.0, 2.0, 2.0}));
+    CHECK(m.blocks == 5);
+    CHECK(m.seconds == doctest::Approx(2.0));
+  }
+  SUBCASE("never steady: stops at b_max with the last window's mean") {
+    const auto m = process_blocks_with(params, feed({1, 2, 1, 2, 1, 2, 1, 2, 1, 2, 1, 2}));
+    CHECK(m.complete);
+    CHECK(m.blocks == 10);
+    CHECK(m.seconds == doctest::Approx((1.0 + 2.0 + 2.0) / 3));  // blocks 8, 9, 10 = 2, 1, 2
+  }
+  SUBCASE("the input runs out: incomplete, the blocks spent") {
+    const auto m = process_blocks_with(params, feed({6.0, 2.0}));
+    CHECK_FALSE(m.complete);
+    CHECK(m.blocks == 2);
+  }
+  SUBCASE("threshold: at v_max passes, above fails") {
+    CHECK(gpuagg::detail::normalized_range(std::vector{1.0, 1.0, 1.0}) == 0.0);
+    CHECK(gpuagg::detail::normalized_range(std::vector{1.0, 2.0, 3.0}) == doctest::Approx(1.0));
+    const auto m = process_blocks_with(params, feed({1.0, 1.018, 1.0}));  // range/mean ~ 0.0179
+    CHECK(m.blocks == 3);
+    // The window slides by dropping its oldest value, so an outlier in second place costs two.
+    const auto n = process_blocks_with(params, feed({1.0, 1.03, 1.0, 1.0, 1.0}));
+    CHECK(n.blocks == 5);
+  }
+  SUBCASE("similarity is the paper's interval") {
+    using gpuagg::detail::similar;
+    CHECK(similar(1.0, 1.06, 0.06));
+    CHECK(similar(1.0, 0.94, 0.06));
+    CHECK_FALSE(similar(1.0, 1.0601, 0.06));
+    CHECK_FALSE(similar(1.0, 0.9399, 0.06));
+    CHECK(similar(1.0, 1.0, 0.0));
+    CHECK_FALSE(similar(1.0, 1.0000001, 0.0));
+  }
+}
+
+TEST_CASE("convex space: the gradient leads to the optimum") {
+  synthetic_space space{bowl(1.0, 4, 6)};  // optimum SHARED 16x64
+  const std::vector initial{shared(1, 512)};
+  const auto report = uncached().search(std::ref(space), 100000, always, initial);
+  CHECK(report.converged);
+  REQUIRE(report.winner);
+  CHECK(*report.winner == shared(16, 64));
+  CHECK(report.winner_seconds == doctest::Approx(1.0));
+  CHECK(report.tried.size() < 40);  // far fewer than the 121 points
+  CHECK(report.exploration_blocks == 3 * report.tried.size());
+
+  synthetic_space strict_space{bowl(1.0, 4, 6)};
+  const auto strict = uncached<gpuagg::strict_gradient_params>().search(std::ref(strict_space), 100000, always, initial);
+  REQUIRE(strict.winner);
+  CHECK(*strict.winner == shared(16, 64));
+  CHECK(strict.tried.size() <= report.tried.size());  // plateaus cost extra measurements
+}
+
+TEST_CASE("plateau: s = 0.06 crosses it where s = 0 stops early") {
+  // 1x512 is a strict local minimum, but its neighbour 2x512 is within 6% and leads to 4x512.
+  const auto times = table({{shared(1, 512), 1.00}, {shared(2, 512), 1.03}, {shared(4, 512), 0.50}}, 2.0);
+  const std::vector initial{shared(1, 512)};
+
+  synthetic_space strict_space{times};
+  const auto strict = uncached<gpuagg::strict_gradient_params>().search(std::ref(strict_space), 1000, always, initial);
+  REQUIRE(strict.winner);
+  CHECK(*strict.winner == shared(1, 512));
+  CHECK(strict_space.sequence() == std::vector{shared(1, 512), shared(2, 512), shared(1, 1024), shared(1, 256)});
+
+  synthetic_space plateau_space{times};
+  const auto plateau = uncached().search(std::ref(plateau_space), 1000, always, initial);
+  REQUIRE(plateau.winner);
+  CHECK(*plateau.winner == shared(4, 512));
+  CHECK(plateau.converged);
+  // 1x512's neighbours (2x512 forks), backtrack, then from 2x512 the gradient to 4x512 and its
+  // neighbours; 2x512's other neighbours are never needed.
+  CHECK(plateau_space.sequence() == std::vector{shared(1, 512), shared(2, 512), shared(1, 1024), shared(1, 256),
+                                                shared(4, 512), shared(8, 512), shared(4, 1024), shared(4, 256)});
+}
+
+TEST_CASE("two minima: the descent stays in its basin; a second start finds the other") {
+  // Basin A around 2x512 (t = 1.0), basin B around 256x4 (t = 0.7), far apart.
+  const auto a = bowl(1.0, 1, 9, 0.1);
+  const auto b = bowl(0.7, 8, 2, 0.1);
+  const auto times = [a, b](const execution_params& p) { return std::min(a(p), b(p)); };
+
+  synthetic_space one_start{times};
+  const auto local_only = uncached().search(std::ref(one_start), 100000, always, std::vector{shared(1, 512)});
+  REQUIRE(local_only.winner);
+  CHECK(*local_only.winner == shared(2, 512));
+  CHECK(local_only.find(shared(256, 4)) == nullptr);
+  CHECK(local_only.winner_seconds == doctest::Approx(1.0));  // quality 1.0 / 0.7 against the optimum
+
+  synthetic_space two_starts{times};
+  const auto both = uncached().search(std::ref(two_starts), 100000, always, std::vector{shared(1, 512), shared(64, 8)});
+  REQUIRE(both.winner);
+  CHECK(*both.winner == shared(256, 4));
+  CHECK(*both.winner == optimum_of(times, search_space{}, [](const execution_params& p) {
+    return p.strategy == strategy_kind::shared;
+  }));
+}
+
+TEST_CASE("noisy leading outliers: ProcessBlocksWith discards each first block") {
+  synthetic_space space{bowl(1.0, 2, 8)};
+  space.block_time = [&space](const execution_params& p, unsigned block) {
+    return block == 0 ? 3.0 * space.time(p) : space.time(p);  // the first block of each is 3x slower
+  };
+  const auto report = uncached().search(std::ref(space), 100000, always, std::vector{shared(1, 512)});
+  REQUIRE(report.winner);
+  CHECK(*report.winner == shared(4, 256));
+  CHECK(report.winner_seconds == doctest::Approx(1.0));
+  for (const auto& tried : report.tried) {
+    CHECK(tried.blocks == 4);
+    CHECK(tried.block_seconds.front() == doctest::Approx(3.0 * space.time(tried.params)));
+    CHECK(tried.seconds == doctest::Approx(space.time(tried.params)));
+  }
+  CHECK(report.exploration_blocks == 4 * report.tried.size());
+}
+
+TEST_CASE("pruning and backtracking: the exact sequence of Algorithm 1") {
+  // A 3 x 3 space: groups per CU and work group size in {1, 2, 4}.
+  const search_space small{.max_work_groups_per_cu = 4, .max_work_group_size = 4};
+  const auto times = table({{shared(1, 1), 1.00},
+                            {shared(2, 1), 1.05},  // ~ 1x1: plateau, pushed, later pruned
+                            {shared(1, 2), 0.70},  // faster: replaces 1x1 at the head of Q
+                            {shared(2, 2), 0.90},
+                            {shared(1, 4), 0.72},  // ~ 1x2: plateau, pushed
+                            {shared(4, 1), 1.30},
+                            {shared(2, 4), 0.95},
+                            {shared(4, 2), 0.60},  // never reached: only 2x1 leads there
+                            {shared(4, 4), 1.00}});
+  const std::vector initial{shared(1, 1)};
+
+  SUBCASE("s = 0.06, p = 1.07: 2x1 is pruned (1.05 > 1.07 * 0.70), so 4x1 is never measured") {
+    synthetic_space space{times};
+    auto logged = uncached<tuner_params{}>(small);
+    std::ostringstream log;
+    logged.log_to(&log);
+    const auto report = logged.search(std::ref(space), 1000, always, initial);
+    // Q: [1x1] -> measure 2x1 (plateau: push) [1x1, 2x1] -> measure 1x2 (faster: replace first)
+    // [1x2, 2x1] -> 2x2 (slower) -> 1x4 (plateau: push) [1x2, 2x1, 1x4] -> backtrack [2x1, 1x4]
+    // -> prune 2x1 [1x4] -> 2x4 (slower) -> backtrack [] -> done.
+    CHECK(space.sequence() ==
+          std::vector{shared(1, 1), shared(2, 1), shared(1, 2), shared(2, 2), shared(1, 4), shared(2, 4)});
+    REQUIRE(report.winner);
+    CHECK(*report.winner == shared(1, 2));
+    CHECK(report.converged);
+    CHECK(report.tried.front().role == measurement_role::initial);
+    const std::string text = log.str();
+    CHECK(text.find("line 14: plateau SHARED 1x1 ~ SHARED 2x1") != std::string::npos);
+    CHECK(text.find("line 16: follow gradient SHARED 1x1 -> SHARED 1x2") != std::string::npos);
+    CHECK(text.find("line 14: plateau SHARED 1x2 ~ SHARED 1x4") != std::string::npos);
+    CHECK(text.find("line 22: backtrack from SHARED 1x2") != std::string::npos);
+    CHECK(text.find("line 7: prune SHARED 2x1") != std::string::npos);
+    CHECK(text.find("line 22: backtrack from SHARED 1x4") != std::string::npos);
+  }
+  SUBCASE("p = 100: nothing is pruned, the fork at 2x1 explores 4x1") {
+    synthetic_space space{times};
+    const auto report = uncached<tuner_params{.prune = 100.0}>(small).search(std::ref(space), 1000, always, initial);
+    CHECK(space.sequence() == std::vector{shared(1, 1), shared(2, 1), shared(1, 2), shared(2, 2), shared(1, 4),
+                                          shared(4, 1), shared(2, 4)});
+    CHECK(*report.winner == shared(1, 2));
+  }
+  SUBCASE("s = 0: a strict descent, no forks") {
+    synthetic_space space{times};
+    const auto report = uncached<gpuagg::strict_gradient_params>(small).search(std::ref(space), 1000, always, initial);
+    CHECK(space.sequence() == std::vector{shared(1, 1), shared(2, 1), shared(1, 2), shared(2, 2), shared(1, 4)});
+    CHECK(*report.winner == shared(1, 2));
+  }
+}
+
+TEST_CASE("infeasible configurations are never measured") {
+  // SHARED only up to 128 work items, WORKGROUPLOCAL only up to 8 groups per CU, no INDEPENDENT.
+  const auto feasible = [](const execution_params& p) {
+    if (p.strategy == strategy_kind::independent) return false;
+    if (p.strategy == strategy_kind::shared) return p.config.work_group_size <= 128;
+    return p.config.work_groups_per_cu <= 8;
+  };
+  synthetic_space space{[](const execution_params& p) {
+    // Both bowls have their optimum in the infeasible region.
+    return p.strategy == strategy_kind::shared ? bowl(1.0, 0, 10)(p) : bowl(1.2, 6, 4)(p);
+  }};
+  const auto report = uncached().search(std::ref(space), 100000, feasible);
+  for (const auto& p : space.blocks) CHECK(feasible(p));
+  REQUIRE(report.winner);
+  CHECK(feasible(*report.winner));
+  CHECK(*report.winner == optimum_of(space.time, search_space{}, feasible));
+  // 1x512 SHARED is infeasible: the nearest feasible point of its strategy starts instead.
+  CHECK(report.tried.front().params == shared(1, 128));
+
+  SUBCASE("nothing feasible: no winner, a warning; the driver wrapper throws") {
+    const auto none = [](const execution_params&) { return false; };
+    synthetic_space unused{bowl(1.0, 0, 0)};
+    const auto empty = uncached().search(std::ref(unused), 100, none);
+    CHECK_FALSE(empty.winner);
+    CHECK(unused.blocks.empty());
+    CHECK(contains_text(empty.warnings, "no feasible"));
+    mock_driver driver{10, bowl(1.0, 0, 0)};
+    CHECK_THROWS_AS(uncached().run(driver, none), gpuagg::unsupported_error);
+    CHECK(driver.ran.empty());
+  }
+}
+
+TEST_CASE("the input runs out mid-search: the best so far, not an error") {
+  synthetic_space space{bowl(1.0, 5, 5)};
+  // 3 initial configurations x 3 blocks = 9; the 10th block starts a neighbour and the input ends.
+  const auto report = uncached().search(std::ref(space), 10, always);
+  CHECK_FALSE(report.converged);
+  CHECK(report.exploration_blocks == 10);
+  CHECK(space.blocks.size() == 10);
+  REQUIRE(report.tried.size() == 4);
+  CHECK_FALSE(report.tried.back().complete);
+  CHECK(report.tried.back().blocks == 1);
+  REQUIRE(report.winner);
+  CHECK(report.winner->strategy == strategy_kind::workgroup_local);  // 4x512 is nearest to 32x32
+  CHECK(*report.winner == local(4, 512));
+
+  SUBCASE("through the driver: every block is processed once, none past the end") {
+    mock_driver driver{10, bowl(1.0, 5, 5)};
+    const auto live = uncached().run(driver, always);
+    CHECK(driver.blocks_left() == 0);
+    CHECK(live.exploration_blocks == 10);
+    CHECK(live.winner_blocks == 0);
+    CHECK_FALSE(live.converged);
+  }
+  SUBCASE("no blocks at all") {
+    mock_driver driver{0, bowl(1.0, 5, 5)};
+    const auto live = uncached().run(driver, always);
+    CHECK_FALSE(live.winner);
+    CHECK(live.tried.empty());
+  }
+}
+
+TEST_CASE("the driver wrapper: tuning blocks advance the query, the rest run with the winner") {
+  mock_driver driver{500, bowl(1.0, 3, 7)};
+  const auto report = uncached().run(driver, always, std::vector{shared(1, 512)});
+  REQUIRE(report.converged);
+  CHECK(*report.winner == shared(8, 128));
+  CHECK(driver.blocks_left() == 0);
+  CHECK(report.exploration_blocks + report.winner_blocks == 500);
+  for (std::size_t i = report.exploration_blocks; i < driver.ran.size(); ++i) CHECK(driver.ran[i] == *report.winner);
+  CHECK(report.winner_block_seconds == doctest::Approx(report.winner_blocks * 1.0));
+}
+
+TEST_CASE("several strategies at once: the right strategy wins") {
+  SUBCASE("WORKGROUPLOCAL fastest; the slower strategies are pruned after their initial measurement") {
+    synthetic_space space{[](const execution_params& p) {
+      switch (p.strategy) {
+        case strategy_kind::shared: return bowl(1.0, 0, 8)(p);
+        case strategy_kind::independent: return bowl(2.0, 0, 6)(p);
+        case strategy_kind::workgroup_local: return bowl(0.5, 3, 7)(p);
+      }
+      return 0.0;
+    }};
+    const auto report = uncached().search(std::ref(space), 100000, always);
+    REQUIRE(report.winner);
+    CHECK(*report.winner == local(8, 128));
+    std::size_t others = 0;
+    for (const auto& tried : report.tried) others += tried.params.strategy != strategy_kind::workgroup_local;
+    CHECK(others == 2);  // the SHARED and INDEPENDENT initial configurations only
+    CHECK(report.tried[0].params == shared(1, 512));
+    CHECK(report.tried[1].params == independent(1, 256));
+    CHECK(report.tried[2].params == local(4, 512));
+  }
+  SUBCASE("many groups: WORKGROUPLOCAL infeasible, SHARED wins") {
+    const auto feasible = [](const execution_params& p) { return p.strategy != strategy_kind::workgroup_local; };
+    synthetic_space space{[](const execution_params& p) {
+      return p.strategy == strategy_kind::shared ? bowl(1.0, 2, 8)(p) : bowl(1.5, 0, 8)(p);
+    }};
+    const auto report = uncached().search(std::ref(space), 100000, feasible);
+    CHECK(*report.winner == shared(4, 256));
+  }
+  SUBCASE("strategies within p of each other: both are explored, the faster found") {
+    synthetic_space space{[](const execution_params& p) {
+      return p.strategy == strategy_kind::shared ? bowl(1.02, 1, 9)(p) : bowl(1.0, 2, 8, 0.01)(p);
+    }};
+    const auto feasible = [](const execution_params& p) { return p.strategy != strategy_kind::independent; };
+    const auto report = uncached().search(std::ref(space), 100000, feasible);
+    CHECK(*report.winner == local(4, 256));
+    CHECK(report.find(shared(2, 512)) != nullptr);  // SHARED's own descent ran too
+  }
+}
+
+TEST_CASE("cache: a warm start checks the stored winner with one measurement") {
+  const cache_dir dir;
+  const std::vector initial{shared(1, 512)};
+  synthetic_space first_space{bowl(1.0, 3, 7)};
+  const auto first = tuner<>().search(std::ref(first_space), 100000, always, initial, sample_key);
+  CHECK(first.cache == cache_outcome::miss);
+  REQUIRE(first.winner);
+  CHECK(*first.winner == shared(8, 128));
+  CHECK(std::filesystem::exists(dir.file()));
+  CHECK(first.warnings.empty());
+
+  std::vector<std::string> warnings;
+  const auto stored = tuning_cache::from_environment().load(sample_key, warnings);
+  REQUIRE(stored);
+  CHECK(stored->params == shared(8, 128));
+  CHECK(stored->seconds == doctest::Approx(1.0));
+
+  synthetic_space second_space{bowl(1.0, 3, 7)};
+  const auto second = tuner<>().search(std::ref(second_space), 100000, always, initial, sample_key);
+  CHECK(second.cache == cache_outcome::hit);
+  CHECK(second.converged);
+  CHECK(*second.winner == shared(8, 128));
+  REQUIRE(second.tried.size() == 1);
+  CHECK(second.tried[0].role == measurement_role::cache_check);
+  CHECK(second.exploration_blocks == 3);  // no exploration beyond the single check
+  CHECK(second_space.sequence() == std::vector{shared(8, 128)});
+
+  SUBCASE("through the driver: after the check every block runs with the stored winner") {
+    mock_driver driver{50, bowl(1.0, 3, 7)};
+    const auto live = tuner<>().run(driver, always, initial, sample_key);
+    CHECK(live.cache == cache_outcome::hit);
+    CHECK(live.winner_blocks == 47);
+    for (const auto& p : driver.ran) CHECK(p == shared(8, 128));
+  }
+  SUBCASE("another key misses") {
+    tuning_key other = sample_key;
+    other.groups_log2 = 21;
+    synthetic_space space{bowl(1.0, 3, 7)};
+    const auto report = tuner<>().search(std::ref(space), 100000, always, initial, other);
+    CHECK(report.cache == cache_outcome::miss);
+    CHECK(report.tried.size() > 1);
+  }
+  SUBCASE("use_cache = false ignores the file") {
+    synthetic_space space{bowl(1.0, 3, 7)};
+    const auto report = tuner<tuner_params{.use_cache = false}>().search(std::ref(space), 100000, always, initial,
+                                                                         sample_key);
+    CHECK(report.cache == cache_outcome::not_used);
+    CHECK(report.tried.size() > 1);
+  }
+}
+
+TEST_CASE("cache: a changed space makes the check fail and the search run again") {
+  const cache_dir dir;
+  const std::vector initial{shared(1, 512)};
+  synthetic_space before{bowl(1.0, 3, 7)};
+  const auto first = tuner<>().search(std::ref(before), 100000, always, initial, sample_key);
+  REQUIRE(*first.winner == shared(8, 128));
+
+  // Same shape, different behaviour (a new driver, a different data distribution): 8x128 is now
+  // 1.0 * (1 + 0.05 * 5) = 1.25 instead of 1.0, and the optimum moved to 32x64.
+  synthetic_space after{bowl(1.0, 5, 6)};
+  const auto second = tuner<>().search(std::ref(after), 100000, always, initial, sample_key);
+  CHECK(second.cache == cache_outcome::stale);
+  CHECK(second.converged);
+  CHECK(*second.winner == shared(32, 64));
+  CHECK(second.tried.front().role == measurement_role::cache_check);
+  CHECK(second.tried.size() > 2);
+
+  synthetic_space again{bowl(1.0, 5, 6)};
+  const auto third = tuner<>().search(std::ref(again), 100000, always, initial, sample_key);
+  CHECK(third.cache == cache_outcome::hit);
+  CHECK(*third.winner == shared(32, 64));
+
+  SUBCASE("a stored winner that is infeasible now is not measured") {
+    synthetic_space space{bowl(1.0, 5, 6)};
+    const auto feasible = [](const execution_params& p) { return p.config.work_groups_per_cu <= 16; };
+    const auto report = tuner<>().search(std::ref(space), 100000, feasible, initial, sample_key);
+    CHECK(report.cache == cache_outcome::miss);
+    for (const auto& p : space.blocks) CHECK(feasible(p));
+    CHECK(*report.winner == shared(16, 64));
+  }
+}
+
+TEST_CASE("cache: a corrupt file warns and tuning goes on") {
+  const cache_dir dir;
+  {
+    std::ofstream out(dir.file());
+    out << "{ \"format\": \"gpuagg-tuning\", \"entries\": [ {\"device\": ";  // cut off
+  }
+  synthetic_space space{bowl(1.0, 3, 7)};
+  tuning_report report;
+  {
+    const stderr_capture capture;
+    report = tuner<>().search(std::ref(space), 100000, always, std::vector{shared(1, 512)}, sample_key);
+    CHECK(capture.text.str().find("corrupt") != std::string::npos);
+  }
+  CHECK(contains_text(report.warnings, "corrupt"));
+  CHECK(report.cache == cache_outcome::miss);
+  CHECK(report.converged);
+  CHECK(*report.winner == shared(8, 128));
+  // The corrupt file was replaced by a valid one holding the new winner.
+  std::vector<std::string> warnings;
+  const auto stored = tuning_cache::from_environment().load(sample_key, warnings);
+  CHECK(warnings.empty());
+  REQUIRE(stored);
+  CHECK(stored->params == shared(8, 128));
+
+  SUBCASE("valid JSON of the wrong shape is corrupt too") {
+    { std::ofstream(dir.file()) << R"({"entries": 3})"; }
+    synthetic_space other{bowl(1.0, 3, 7)};
+    const stderr_capture capture;
+    const auto r = tuner<>().search(std::ref(other), 100000, always, std::vector{shared(1, 512)}, sample_key);
+    CHECK(contains_text(r.warnings, "corrupt"));
+    CHECK(*r.winner == shared(8, 128));
+  }
+  SUBCASE("a corrupt entry for this key is skipped with a warning") {
+    { std::ofstream(dir.file()) << R"({"format": "gpuagg-tuning", "version": 1, "entries": [{"device": "Test GPU",
+      "driver_version": "1.0", "query": "sum(v) group by g", "key_type": "uint32", "groups_log2": 20,
+      "strategy": "NOPE", "work_groups_per_cu": 1, "work_group_size": 1, "seconds": 1}]})"; }
+    synthetic_space other{bowl(1.0, 3, 7)};
+    const stderr_capture capture;
+    const auto r = tuner<>().search(std::ref(other), 100000, always, std::vector{shared(1, 512)}, sample_key);
+    CHECK(contains_text(r.warnings, "corrupt entry"));
+    CHECK(r.cache == cache_outcome::miss);
+    CHECK(*r.winner == shared(8, 128));
+  }
+}
+
+TEST_CASE("cache: an unwritable directory warns and tuning goes on") {
+  const cache_dir dir;
+  // A regular file where the cache directory should be: creating it fails even for root.
+  { std::ofstream(dir.dir / "not_a_directory") << "x"; }
+  ::setenv("GPUAGG_CACHE_DIR", (dir.dir / "not_a_directory" / "sub").c_str(), 1);
+  synthetic_space space{bowl(1.0, 3, 7)};
+  tuning_report report;
+  {
+    const stderr_capture capture;
+    report = tuner<>().search(std::ref(space), 100000, always, std::vector{shared(1, 512)}, sample_key);
+    CHECK(capture.text.str().find("cannot be written") != std::string::npos);
+  }
+  CHECK(contains_text(report.warnings, "cannot be written"));
+  CHECK(report.converged);
+  CHECK(*report.winner == shared(8, 128));
+  // The same failure is printed on stderr only once per process, but always reported.
+  synthetic_space again{bowl(1.0, 3, 7)};
+  const stderr_capture capture;
+  const auto second = tuner<>().search(std::ref(again), 100000, always, std::vector{shared(1, 512)}, sample_key);
+  CHECK(capture.text.str().empty());
+  CHECK(contains_text(second.warnings, "cannot be written"));
+}
+
+TEST_CASE("cache: the file's location follows the environment") {
+  const auto keep = [](const char* name) -> std::optional<std::string> {
+    const char* value = std::getenv(name);
+    return value ? std::optional<std::string>(value) : std::nullopt;
+  };
+  const auto restore = [](const char* name, const std::optional<std::string>& value) {
+    if (value) ::setenv(name, value->c_str(), 1); else ::unsetenv(name);
+  };
+  const auto home = keep("HOME");
+  const auto xdg = keep("XDG_CACHE_HOME");
+  const auto dir = keep("GPUAGG_CACHE_DIR");
+
+  ::setenv("GPUAGG_CACHE_DIR", "/tmp/a", 1);
+  ::setenv("XDG_CACHE_HOME", "/tmp/b", 1);
+  ::setenv("HOME", "/tmp/c", 1);
+  CHECK(tuning_cache::default_path() == std::filesystem::path("/tmp/a/tuning.json"));
+  ::setenv("GPUAGG_CACHE_DIR", "", 1);  // empty counts as unset
+  CHECK(tuning_cache::default_path() == std::filesystem::path("/tmp/b/gpuagg/tuning.json"));
+  ::unsetenv("GPUAGG_CACHE_DIR");
+  ::unsetenv("XDG_CACHE_HOME");
+  CHECK(tuning_cache::default_path() == std::filesystem::path("/tmp/c/.cache/gpuagg/tuning.json"));
+  ::unsetenv("HOME");
+  CHECK_FALSE(tuning_cache::default_path());
+  CHECK_FALSE(tuning_cache::from_environment().enabled());
+
+  // Without any cache path the tuner tunes as usual.
+  synthetic_space space{bowl(1.0, 3, 7)};
+  const auto report = tuner<>().search(std::ref(space), 100000, always, std::vector{shared(1, 512)}, sample_key);
+  CHECK(report.cache == cache_outcome::not_used);
+  CHECK(*report.winner == shared(8, 128));
+
+  restore("HOME", home);
+  restore("XDG_CACHE_HOME", xdg);
+  restore("GPUAGG_CACHE_DIR", dir);
+}
+
+TEST_CASE("cache: concurrent stores from several threads keep every entry") {
+  const cache_dir dir;
+  const tuning_cache cache = tuning_cache::from_environment();
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 8; ++i) {
+        tuning_key key = sample_key;
+        key.groups_log2 = t * 8 + i;
+        std::vector<std::string> warnings;
+        if (!cache.store(key, {shared(1u << (i % 4), 64), 1.0 + t}, warnings)) ++failures;
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  CHECK(failures == 0);
+  for (int g = 0; g < 32; ++g) {
+    tuning_key key = sample_key;
+    key.groups_log2 = g;
+    std::vector<std::string> warnings;
+    const auto entry = cache.load(key, warnings);
+    REQUIRE(entry);
+    CHECK(entry->params == shared(1u << ((g % 8) % 4), 64));
+    CHECK(entry->seconds == doctest::Approx(1.0 + g / 8));
+  }
+  // No temporary files are left behind.
+  std::size_t files = 0;
+  for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator(dir.dir)) ++files;
+  CHECK(files == 1);
+}
+
+TEST_CASE("report: the paper's metrics and a readable print") {
+  synthetic_space space{bowl(2e-3, 3, 7)};
+  const auto report = uncached().search(std::ref(space), 100000, always, std::vector{shared(1, 512)});
+  REQUIRE(report.winner);
+  // Cost: sum over exploration blocks of t / t_best, minus the number of blocks.
+  double normalized = 0.0;
+  for (const auto& p : space.blocks) normalized += space.time(p) / 2e-3;
+  CHECK(report.cost() == doctest::Approx(normalized - static_cast<double>(space.blocks.size())));
+  CHECK(report.cost(1e-3) == doctest::Approx(2 * normalized - static_cast<double>(space.blocks.size())));
+  CHECK(report.cost() > 0.0);
+  CHECK(report.exploration_seconds == doctest::Approx(normalized * 2e-3));
+  CHECK(report.host_seconds > 0.0);
+  CHECK(report.overhead() == doctest::Approx(report.host_seconds / report.exploration_seconds));
+  CHECK(report.overhead() < 0.5);  // microseconds of bookkeeping against milliseconds of blocks
+
+  std::ostringstream text;
+  text << report;
+  const std::string printed = text.str();
+  CHECK(printed.find("winner:     SHARED 8x128, 2 ms per block (converged)") != std::string::npos);
+  CHECK(printed.find("cache:      not used") != std::string::npos);
+  CHECK(printed.find("<- winner") != std::string::npos);
+  CHECK(printed.find("s=0.06 p=1.07 v_max=0.019 b_max=10") != std::string::npos);
+}
+
+TEST_CASE("GPUAGG_LOG turns the decision log on") {
+  synthetic_space space{bowl(1.0, 1, 9)};
+  SUBCASE("set") {
+    ::setenv("GPUAGG_LOG", "1", 1);
+    const auto logged = uncached();
+    ::unsetenv("GPUAGG_LOG");
+    const stderr_capture capture;
+    logged.search(std::ref(space), 1000, always, std::vector{shared(1, 512)});
+    CHECK(capture.text.str().find("[gpuagg tuner] converged on SHARED 2x512") != std::string::npos);
+  }
+  SUBCASE("\"0\" and empty mean off") {
+    for (const char* off : {"0", ""}) {
+      ::setenv("GPUAGG_LOG", off, 1);
+      const auto quiet = uncached();
+      ::unsetenv("GPUAGG_LOG");
+      const stderr_capture capture;
+      quiet.search(std::ref(space), 1000, always, std::vector{shared(1, 512)});
+      CHECK(capture.text.str().empty());
+    }
+  }
+}
