@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <type_traits>
 #include <vector>
 
 #include "runtime/opencl.hpp"
@@ -55,13 +56,15 @@ template <class T>
 struct column_traits {
   static constexpr bool is_column = false;
 };
-template <value_type T, class A>
+template <class T, class A>
+  requires std::is_arithmetic_v<T>
 struct column_traits<std::vector<T, A>> {
   static constexpr bool is_column = true;
   using element_type = T;
   static column_data data(const std::vector<T, A>& v) { return {v.data(), {}, 0, sizeof(T), v.size()}; }
 };
-template <value_type T, std::size_t E>
+template <class T, std::size_t E>
+  requires std::is_arithmetic_v<T>
 struct column_traits<std::span<T, E>> {
   static constexpr bool is_column = true;
   using element_type = std::remove_const_t<T>;

@@ -159,12 +159,14 @@ class aggregation_driver {
   /// Largest work-group size the device allows.
   std::uint32_t max_work_group_size() const noexcept { return ctx_.info().max_work_group_size; }
 
-  /// Whether `params` can run for this query now (work-group limits, local memory, private
-  /// table memory).
-  bool feasible(const execution_params& params) const { return infeasibility(params).empty(); }
+  /// Whether `params` suits this query (section 4.1's constraints, which the tuner and the
+  /// default use): the work-group limits hold, and WORKGROUPLOCAL's local table or INDEPENDENT's
+  /// private tables hold every group expected.
+  bool feasible(const execution_params& params) const { return infeasibility(params, true).empty(); }
 
-  /// Why `params` cannot run, or empty.
-  std::string infeasibility(const execution_params& params) const {
+  /// Why `params` cannot run, or empty. Not `strict`: a local or private table smaller than the
+  /// groups expected is allowed (rows it cannot hold go to the global table).
+  std::string infeasibility(const execution_params& params, bool strict = true) const {
     const auto& config = params.config;
     if (config.work_group_size == 0 || config.work_groups_per_cu == 0) return "empty thread configuration";
     if (config.work_group_size > max_work_group_size()) {
@@ -175,18 +177,19 @@ class aggregation_driver {
     switch (params.strategy) {
       case strategy_kind::shared: return {};
       case strategy_kind::workgroup_local: {
-        const auto bytes = (local_capacity() + 1) * Bound::bucket_bytes;
-        // Leave room for the kernel's own local variables.
-        if (bytes + 64 > ctx_.info().local_mem_bytes) {
-          return "a local table of " + std::to_string(local_capacity()) + " buckets (" + std::to_string(bytes) +
-                 " bytes) exceeds local memory (" + std::to_string(ctx_.info().local_mem_bytes) + " bytes)";
+        const auto fits = max_local_buckets();
+        if (strict ? fits < small_table_buckets() : fits < 2) {
+          return "a local table of " + std::to_string(small_table_buckets()) + " buckets (" +
+                 std::to_string((small_table_buckets() + 1) * Bound::bucket_bytes) + " bytes) exceeds local memory (" +
+                 std::to_string(ctx_.info().local_mem_bytes) + " bytes)";
         }
         return {};
       }
       case strategy_kind::independent: {
-        const auto bytes = private_table_bytes(config);
-        if (bytes > private_budget()) {
-          return "private tables of " + std::to_string(bytes) + " bytes exceed the budget of " +
+        const auto fits = max_private_buckets(config);
+        if (strict ? fits < small_table_buckets() : fits < 2) {
+          return "private tables of " + std::to_string(small_table_buckets()) + " buckets for " +
+                 std::to_string(total_threads(config)) + " work items exceed the budget of " +
                  std::to_string(private_budget()) + " bytes";
         }
         return {};
@@ -199,7 +202,7 @@ class aggregation_driver {
   /// time in seconds. This is the step the tuner drives.
   double run_block(const execution_params& params) {
     if (blocks_left() == 0) throw invalid_argument_error("run_block: no block left");
-    require_feasible(params);
+    require_runnable(params);
     auto block = enqueue_block(params);
     return complete(block);
   }
@@ -207,7 +210,7 @@ class aggregation_driver {
   /// Processes every remaining block, `blocks_in_flight` at a time: with `params` if given,
   /// else with default_params() re-evaluated per block.
   void run_remaining(const std::optional<execution_params>& params = std::nullopt) {
-    if (params) require_feasible(*params);
+    if (params) require_runnable(*params);
     std::deque<pending_block> in_flight;
     while (blocks_left() > 0) {
       if (in_flight.size() >= window_) {
@@ -406,7 +409,8 @@ class aggregation_driver {
     return capacity;
   }
 
-  std::uint64_t local_capacity() const {
+  /// Buckets a local or private table needs for every group expected.
+  std::uint64_t small_table_buckets() const {
     if constexpr (identity_scheme) {
       return opts_.domain->size;
     } else {
@@ -415,14 +419,35 @@ class aggregation_driver {
     }
   }
 
-  std::uint64_t private_capacity() const { return local_capacity(); }
+  /// Largest table size (a power of two, any size for identity) whose buckets fit in `bytes`.
+  static std::uint64_t buckets_fitting(std::uint64_t bytes) {
+    if (bytes < 2 * Bound::bucket_bytes) return 0;
+    const std::uint64_t any = bytes / Bound::bucket_bytes - 1;
+    if constexpr (identity_scheme) {
+      return any;
+    } else {
+      std::uint64_t pow2 = 1;
+      while (pow2 * 2 <= any) pow2 *= 2;
+      return pow2;
+    }
+  }
+
+  std::uint64_t max_local_buckets() const {
+    const auto bytes = ctx_.info().local_mem_bytes;
+    return bytes > 64 ? buckets_fitting(bytes - 64) : 0;  // room for the kernel's own local variables
+  }
+
+  std::uint64_t max_private_buckets(const launch_config& config) const {
+    return buckets_fitting(private_budget() / std::max<std::uint64_t>(total_threads(config), 1));
+  }
+
+  std::uint64_t local_capacity() const { return std::min(small_table_buckets(), max_local_buckets()); }
+  std::uint64_t private_capacity(const launch_config& config) const {
+    return std::min(small_table_buckets(), max_private_buckets(config));
+  }
 
   std::uint64_t total_threads(const launch_config& config) const {
     return std::uint64_t{ctx_.info().compute_units} * config.work_groups_per_cu * config.work_group_size;
-  }
-
-  std::uint64_t private_table_bytes(const launch_config& config) const {
-    return total_threads(config) * (private_capacity() + 1) * Bound::bucket_bytes;
   }
 
   std::uint64_t private_budget() const {
@@ -430,8 +455,8 @@ class aggregation_driver {
                                     std::uint64_t{1} << 30});
   }
 
-  void require_feasible(const execution_params& params) const {
-    if (auto why = infeasibility(params); !why.empty()) {
+  void require_runnable(const execution_params& params) const {
+    if (auto why = infeasibility(params, false); !why.empty()) {
       std::ostringstream text;
       text << "cannot run " << params << " for this query: " << why;
       throw invalid_argument_error(text.str());
@@ -620,7 +645,7 @@ class aggregation_driver {
       set_arg(kernel, arg, cl_uint(identity_scheme ? 0 : detail::log2_exact(buckets)));
       set_arg(kernel, arg, cl_uint(buckets));
     } else if (params.strategy == strategy_kind::independent) {
-      const auto buckets = private_capacity();
+      const auto buckets = private_capacity(config);
       ensure_private_tables(total_threads(config) * (buckets + 1));
       set_table_args(kernel, arg, private_);
       set_arg(kernel, arg, cl_uint(identity_scheme ? 0 : detail::log2_exact(buckets)));

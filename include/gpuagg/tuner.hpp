@@ -1,4 +1,5 @@
 #pragma once
+#define GPUAGG_TUNER_HPP
 // The tuner: dynamic selection of execution parameters during query execution (Rosenfeld et
 // al. 2019, section 4). It chooses each block's strategy and thread configuration, reads back
 // each block's profiled AGGREGATE time, and follows Algorithm 1 through the search space until
@@ -121,6 +122,20 @@ concept block_driver = requires(D d, const execution_params& p) {
                                                       // returns its profiled AGGREGATE seconds
 };
 
+/// A block_driver that also says which parameters suit its query; `tuner::run(driver)` then
+/// needs no separate predicate.
+template <class D>
+concept checking_block_driver = block_driver<D> && requires(const D& d, const execution_params& p) {
+  { d.feasible(p) } -> std::convertible_to<bool>;
+};
+
+/// A block_driver that can run all remaining blocks with one configuration itself, overlapping
+/// transfers with AGGREGATE; the tuner then hands the post-convergence blocks over in one call.
+template <class D>
+concept pipelining_block_driver = block_driver<D> && requires(D d, const execution_params& p) {
+  d.run_remaining(p);
+};
+
 // ---------------------------------------------------------------------------------------------
 // The persistent cache (section 4.3: "determine the fastest execution [parameters] per query
 // and store these values")
@@ -222,7 +237,8 @@ struct tuning_report {
   std::size_t exploration_blocks = 0;       ///< blocks processed while tuning (incl. cache check)
   double exploration_seconds = 0.0;         ///< their summed block times
   std::size_t winner_blocks = 0;            ///< blocks run with the winner afterwards (run() only)
-  double winner_block_seconds = 0.0;        ///< their summed block times
+  double winner_block_seconds = 0.0;        ///< their summed block times (0 where the driver
+                                            ///< pipelined them through run_remaining)
   cache_outcome cache = cache_outcome::not_used;
   std::vector<std::string> warnings;        ///< cache trouble, no feasible configuration, ...
   double host_seconds = 0.0;                ///< the tuner's own bookkeeping time (no blocks, no I/O)
@@ -237,7 +253,7 @@ struct tuning_report {
   /// `cost(winner_seconds)`: normalized by the best time this run knows.
   double cost() const noexcept;
   /// The measurement of `params`, or nullptr.
-  const tried_configuration* find(const execution_params& params) const noexcept;
+  const tried_configuration* find(const execution_params& wanted) const noexcept;
 };
 
 std::ostream& operator<<(std::ostream& os, const tuning_report& report);
@@ -283,8 +299,14 @@ class tuner {
   /// Drives the whole query: tunes on the driver's blocks, then runs every remaining block with
   /// the winner. If the input runs out mid-search, the report says so (converged == false) and
   /// holds the best so far. Throws unsupported_error if no point is feasible while blocks are left.
+  /// A pipelining_block_driver gets the post-convergence blocks in one run_remaining(winner).
   template <block_driver Driver, feasibility_predicate Feasible>
   tuning_report run(Driver& driver, Feasible&& feasible, std::span<const execution_params> initial = {},
+                    const std::optional<tuning_key>& key = std::nullopt) const;
+
+  /// The same with the driver's own `feasible(params)` as the predicate.
+  template <checking_block_driver Driver>
+  tuning_report run(Driver& driver, std::span<const execution_params> initial = {},
                     const std::optional<tuning_key>& key = std::nullopt) const;
 
  private:

@@ -44,14 +44,15 @@ struct fixed_string {
 template <std::size_t M>
 fixed_string(const char (&)[M]) -> fixed_string<M - 1>;
 
-/// Concatenates any number of fixed strings.
-template <class... Parts>
-constexpr auto concat(const Parts&... parts) {
-  if constexpr (sizeof...(Parts) == 0) {
-    return fixed_string<0>{};
-  } else {
-    return (parts + ...);
-  }
+/// Concatenates any number of fixed strings in one pass (a chain of `+` would copy the text
+/// once per part and exhaust the compiler's constant-evaluation budget on large programs).
+template <std::size_t... N>
+constexpr auto concat(const fixed_string<N>&... parts) {
+  fixed_string<(N + ... + 0)> joined;
+  std::size_t at = 0;
+  ((std::copy_n(parts.chars.begin(), N, joined.chars.begin() + at), at += N), ...);
+  joined.chars[at] = '\0';
+  return joined;
 }
 
 constexpr std::size_t decimal_digits(std::uint64_t value) {

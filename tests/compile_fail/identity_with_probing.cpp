@@ -1,0 +1,6 @@
+// expect: identity_hash maps each key to its own bucket; pair it with gpuagg::no_probing
+#include <gpuagg/groupby.hpp>
+int main() {
+  auto q = gpuagg::select<gpuagg::hashing<gpuagg::identity_hash, gpuagg::linear_probing>>(gpuagg::count());
+  (void)q;
+}

@@ -1,0 +1,203 @@
+#pragma once
+// Shared test support: the OpenCL fixture, random inputs of every distribution the tests
+// use, and the comparison of a device result with the CPU reference.
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <iostream>
+#include <limits>
+#include <random>
+#include <set>
+#include <span>
+#include <string>
+#include <type_traits>
+#include <unordered_set>
+#include <vector>
+
+#include <gpuagg/groupby.hpp>
+#include <gpuagg/reference.hpp>
+
+namespace gpuagg_test {
+
+/// The one OpenCL context every test shares (GPUAGG_DEVICE picks it).
+inline gpuagg::context& ctx() { return gpuagg::default_context(); }
+
+/// A fresh seed per run unless GPUAGG_TEST_SEED fixes one; tests CAPTURE it.
+inline std::uint64_t fresh_seed() {
+  if (const char* fixed = std::getenv("GPUAGG_TEST_SEED")) return std::stoull(fixed);
+  static std::random_device device;
+  return (std::uint64_t{device()} << 32) ^ device();
+}
+
+enum class distribution { uniform, zipf, heavy_hitter, sorted_runs, all_distinct };
+
+inline const char* name(distribution d) {
+  switch (d) {
+    case distribution::uniform: return "uniform";
+    case distribution::zipf: return "zipf";
+    case distribution::heavy_hitter: return "heavy_hitter";
+    case distribution::sorted_runs: return "sorted_runs";
+    case distribution::all_distinct: return "all_distinct";
+  }
+  return "?";
+}
+
+inline constexpr distribution all_distributions[] = {distribution::uniform, distribution::zipf,
+                                                      distribution::heavy_hitter, distribution::sorted_runs,
+                                                      distribution::all_distinct};
+
+/// Keys every test wants to see: 0, 1, the type's extremes, and the bits of the table's empty
+/// marker (all ones: -1 for signed keys, the maximum for unsigned ones).
+template <class Key>
+std::vector<Key> extreme_keys() {
+  using bits = std::make_unsigned_t<Key>;
+  return {Key{0}, Key{1}, std::numeric_limits<Key>::min(), std::numeric_limits<Key>::max(),
+          static_cast<Key>(static_cast<bits>(~bits{0})), static_cast<Key>(std::numeric_limits<Key>::max() - 1)};
+}
+
+/// `groups` distinct keys: the extremes first, then random ones (within [lo, hi] if given).
+template <class Key>
+std::vector<Key> key_dictionary(std::size_t groups, std::mt19937_64& rng, bool with_extremes = true, Key lo = 0,
+                                Key hi = 0) {
+  std::vector<Key> keys;
+  std::unordered_set<Key> seen;
+  const bool bounded = lo != hi;
+  if (with_extremes && !bounded) {
+    for (const Key k : extreme_keys<Key>()) {
+      if (keys.size() < groups && seen.insert(k).second) keys.push_back(k);
+    }
+  }
+  using bits = std::make_unsigned_t<Key>;
+  const Key empty_marker = static_cast<Key>(static_cast<bits>(~bits{0}));
+  if (bounded && lo <= empty_marker && empty_marker <= hi && groups > 0) {
+    seen.insert(empty_marker);
+    keys.push_back(empty_marker);
+  }
+  std::uniform_int_distribution<Key> any(bounded ? lo : std::numeric_limits<Key>::min(),
+                                         bounded ? hi : std::numeric_limits<Key>::max());
+  while (keys.size() < groups) {
+    const Key k = any(rng);
+    if (seen.insert(k).second) keys.push_back(k);
+  }
+  std::shuffle(keys.begin(), keys.end(), rng);
+  return keys;
+}
+
+/// `rows` keys drawn from `dictionary` with distribution `d` (all_distinct ignores it and
+/// needs a dictionary of at least `rows` keys).
+template <class Key>
+std::vector<Key> draw_keys(const std::vector<Key>& dictionary, std::size_t rows, distribution d,
+                           std::mt19937_64& rng) {
+  std::vector<Key> keys(rows);
+  if (rows == 0) return keys;
+  const std::size_t groups = dictionary.size();
+  std::uniform_int_distribution<std::size_t> pick(0, groups - 1);
+  switch (d) {
+    case distribution::uniform:
+      for (auto& k : keys) k = dictionary[pick(rng)];
+      break;
+    case distribution::zipf: {
+      std::vector<double> cdf(groups);
+      double total = 0;
+      for (std::size_t i = 0; i < groups; ++i) cdf[i] = total += 1.0 / std::pow(double(i + 1), 1.1);
+      std::uniform_real_distribution<double> u(0, total);
+      for (auto& k : keys) {
+        const auto rank = std::lower_bound(cdf.begin(), cdf.end(), u(rng)) - cdf.begin();
+        k = dictionary[std::min<std::size_t>(static_cast<std::size_t>(rank), groups - 1)];
+      }
+      break;
+    }
+    case distribution::heavy_hitter: {
+      std::bernoulli_distribution hot(0.9);
+      for (auto& k : keys) k = hot(rng) ? dictionary[0] : dictionary[pick(rng)];
+      break;
+    }
+    case distribution::sorted_runs:
+      for (auto& k : keys) k = dictionary[pick(rng)];
+      std::sort(keys.begin(), keys.end());
+      break;
+    case distribution::all_distinct:
+      for (std::size_t i = 0; i < rows; ++i) keys[i] = dictionary[i % groups];
+      std::shuffle(keys.begin(), keys.end(), rng);
+      break;
+  }
+  return keys;
+}
+
+/// Random values of T. Floating-point values are multiples of 1/8 of modest size, so every
+/// sum is exact in double whatever the order of additions, and results compare exactly.
+template <class T>
+std::vector<T> random_values(std::size_t rows, std::mt19937_64& rng) {
+  std::vector<T> values(rows);
+  if constexpr (std::is_floating_point_v<T>) {
+    std::uniform_int_distribution<std::int32_t> eighths(-(1 << 20), 1 << 20);
+    for (auto& v : values) v = static_cast<T>(eighths(rng)) / T(8);
+  } else {
+    std::uniform_int_distribution<T> any(std::numeric_limits<T>::min(), std::numeric_limits<T>::max());
+    std::bernoulli_distribution extreme(0.01);
+    for (auto& v : values) {
+      v = any(rng);
+      if (extreme(rng)) v = (rng() & 1) ? std::numeric_limits<T>::min() : std::numeric_limits<T>::max();
+    }
+  }
+  return values;
+}
+
+template <class T>
+bool same_value(T a, T b) {
+  if constexpr (std::is_floating_point_v<T>) {
+    if (std::isnan(a) || std::isnan(b)) return std::isnan(a) && std::isnan(b);
+    return a == b;
+  } else {
+    return a == b;
+  }
+}
+
+template <class T>
+bool close_value(T a, T b, double relative) {
+  if constexpr (std::is_floating_point_v<T>) {
+    if (std::isnan(a) || std::isnan(b)) return std::isnan(a) && std::isnan(b);
+    if (std::isinf(a) || std::isinf(b)) return a == b;
+    return std::abs(double(a) - double(b)) <= relative * std::max({std::abs(double(a)), std::abs(double(b)), 1.0});
+  } else {
+    return a == b;
+  }
+}
+
+/// Checks every element of a device result against the reference (both sorted by key here).
+/// `relative` > 0 allows that much relative error in floating-point outputs.
+template <class Key, class... Outputs>
+void check_equal(gpuagg::result<Key, Outputs...> actual, const gpuagg::result<Key, Outputs...>& expected,
+                 double relative = 0) {
+  gpuagg::sort_by_key(actual);
+  REQUIRE(actual.size() == expected.size());
+  CHECK(actual.stats.groups == expected.size());
+  std::size_t key_mismatches = 0;
+  for (std::size_t i = 0; i < expected.size(); ++i) key_mismatches += actual.keys[i] != expected.keys[i];
+  REQUIRE_MESSAGE(key_mismatches == 0, key_mismatches << " keys differ");
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    (
+        [&] {
+          const auto& got = std::get<I>(actual.columns);
+          const auto& want = std::get<I>(expected.columns);
+          std::size_t mismatches = 0;
+          std::size_t first = 0;
+          for (std::size_t i = 0; i < want.size(); ++i) {
+            const bool ok = relative > 0 ? close_value(got[i], want[i], relative) : same_value(got[i], want[i]);
+            if (!ok && mismatches++ == 0) first = i;
+          }
+          if (mismatches > 0) {
+            FAIL_CHECK("output " << I << ": " << mismatches << " of " << want.size() << " differ; first at key "
+                                 << +actual.keys[first] << ": got " << +got[first] << ", want " << +want[first]);
+          }
+        }(),
+        ...);
+  }(std::index_sequence_for<Outputs...>{});
+}
+
+}  // namespace gpuagg_test
