@@ -126,6 +126,24 @@ struct mock_driver {
 };
 static_assert(gpuagg::block_driver<mock_driver>);
 static_assert(!gpuagg::block_driver<int>);
+static_assert(!gpuagg::checking_block_driver<mock_driver>);
+static_assert(!gpuagg::pipelining_block_driver<mock_driver>);
+
+/// A driver like gpuagg's own: it knows what is feasible and pipelines the remaining blocks.
+struct pipelined_driver : mock_driver {
+  using mock_driver::mock_driver;
+  std::function<bool(const execution_params&)> suits = always_feasible;
+  std::size_t run_remaining_calls = 0;
+
+  bool feasible(const execution_params& params) const { return suits(params); }
+  void run_remaining(const std::optional<execution_params>& params) {
+    ++run_remaining_calls;
+    while (blocks_left() > 0) run_block(*params);
+  }
+  static bool always_feasible(const execution_params&) { return true; }
+};
+static_assert(gpuagg::checking_block_driver<pipelined_driver>);
+static_assert(gpuagg::pipelining_block_driver<pipelined_driver>);
 
 /// A fresh cache directory named by GPUAGG_CACHE_DIR for one test.
 struct cache_dir {
@@ -292,7 +310,8 @@ TEST_CASE("convex space: the gradient leads to the optimum") {
   CHECK(report.exploration_blocks == 3 * report.tried.size());
 
   synthetic_space strict_space{bowl(1.0, 4, 6)};
-  const auto strict = uncached<gpuagg::strict_gradient_params>().search(std::ref(strict_space), 100000, always, initial);
+  const auto strict =
+      uncached<gpuagg::strict_gradient_params>().search(std::ref(strict_space), 100000, always, initial);
   REQUIRE(strict.winner);
   CHECK(*strict.winner == shared(16, 64));
   CHECK(strict.tried.size() <= report.tried.size());  // plateaus cost extra measurements
@@ -481,7 +500,22 @@ TEST_CASE("the driver wrapper: tuning blocks advance the query, the rest run wit
   CHECK(driver.blocks_left() == 0);
   CHECK(report.exploration_blocks + report.winner_blocks == 500);
   for (std::size_t i = report.exploration_blocks; i < driver.ran.size(); ++i) CHECK(driver.ran[i] == *report.winner);
-  CHECK(report.winner_block_seconds == doctest::Approx(report.winner_blocks * 1.0));
+  CHECK(report.winner_block_seconds == doctest::Approx(static_cast<double>(report.winner_blocks)));
+}
+
+TEST_CASE("the driver wrapper: the driver's own predicate, pipelined remaining blocks") {
+  pipelined_driver driver{300, bowl(1.0, 3, 7)};
+  driver.suits = [](const execution_params& p) {
+    return p.strategy == strategy_kind::shared && p.config.work_group_size <= 64;
+  };
+  const auto report = uncached().run(driver);
+  REQUIRE(report.converged);
+  CHECK(*report.winner == shared(8, 64));
+  for (const auto& p : driver.ran) CHECK(driver.suits(p));
+  CHECK(driver.run_remaining_calls == 1);
+  CHECK(report.winner_blocks == 300 - report.exploration_blocks);
+  CHECK(driver.blocks_left() == 0);
+  for (std::size_t i = report.exploration_blocks; i < driver.ran.size(); ++i) CHECK(driver.ran[i] == *report.winner);
 }
 
 TEST_CASE("several strategies at once: the right strategy wins") {

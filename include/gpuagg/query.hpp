@@ -191,6 +191,7 @@ struct typed<aggregate_expr<K, A>, output_env<Aggregates, RowEnv>> {
 template <class Scheme, expression... Outputs>
 struct query {
   static_assert(sizeof...(Outputs) > 0, "gpuagg: a query needs at least one output, e.g. gpuagg::count()");
+  static_assert(Scheme::name.size() > 0, "gpuagg: the scheme must be gpuagg::hashing<Hash, Probing>");
   static_assert(((detail::aggregates_in<Outputs>::type::size > 0) && ...),
                 "gpuagg: every output needs an aggregate (count, sum, min, max, avg)");
   using scheme = Scheme;

@@ -3,10 +3,9 @@
 // by the live tuner and replay: it sees blocks only through a measure_fn. Included by
 // <gpuagg/tuner.hpp>.
 
-#include <gpuagg/tuner.hpp>
-#include <gpuagg/detail/tuner/log.hpp>
-#include <gpuagg/detail/tuner/process_blocks.hpp>
-#include <gpuagg/detail/tuner/space.hpp>
+#ifndef GPUAGG_TUNER_HPP
+#error "include <gpuagg/tuner.hpp>: detail/tuner/*.hpp are its implementation, in its order"
+#endif
 
 #include <algorithm>
 #include <cstddef>
@@ -81,14 +80,15 @@ class algorithm1 {
 
   /// Lines 1-3 for every initial configuration (section 4.1, "Optimizing multiple
   /// parallelization strategies": all are evaluated and added to Q before the loop), then the
-  /// main loop, lines 4-24. Ends in `finish`.
-  void run(std::span<const execution_params> initial) {
+  /// main loop, lines 4-24. True when Q ran empty (converged); false when the input ran out or
+  /// nothing was feasible. The caller then calls `finish`.
+  bool run(std::span<const execution_params> initial) {
     std::deque<execution_params> queue;  // Q: FIFO of reference configurations
     for (const execution_params& requested : initial) {
       const std::optional<execution_params> start = feasible_start(requested);
       if (!start || std::find(queue.begin(), queue.end(), *start) != queue.end()) continue;
       if (!times_.contains(*start) && !process_blocks_with(*start, measurement_role::initial)) {
-        return finish(false);  // the input ran out: report the best so far
+        return false;  // the input ran out: report the best so far
       }
       queue.push_back(*start);
       update_fastest(*start);
@@ -96,7 +96,7 @@ class algorithm1 {
     if (queue.empty()) {
       report_.warnings.emplace_back("no feasible execution parameters in the search space");
       log_("no feasible initial configuration");
-      return finish(false);
+      return false;
     }
 
     while (!queue.empty()) {                                    // line 4
@@ -117,7 +117,7 @@ class algorithm1 {
       }
       const std::optional<double> t_neighbour =
           process_blocks_with(*neighbour, measurement_role::neighbour);  // lines 11-12
-      if (!t_neighbour) return finish(false);
+      if (!t_neighbour) return false;
       if (similar(t_reference, *t_neighbour, params_.similarity)) {     // line 13
         log_("line 14: plateau ", reference, " ~ ", *neighbour, ", fork");
         queue.push_back(*neighbour);                            // line 14: Push(Q, c_j)
@@ -127,7 +127,7 @@ class algorithm1 {
       }
       update_fastest(*neighbour);                               // lines 18-19
     }
-    finish(true);
+    return true;
   }
 
   /// Writes the outcome into the report: c_f, or where nothing completed, the best partial

@@ -2,9 +2,9 @@
 // The persistent winners file (section 4.3: "determine the fastest execution [parameters] per
 // query and store these values"); included by <gpuagg/tuner.hpp>.
 
-#include <gpuagg/tuner.hpp>
-#include <gpuagg/detail/tuner/log.hpp>
-#include <gpuagg/detail/tuner/space.hpp>
+#ifndef GPUAGG_TUNER_HPP
+#error "include <gpuagg/tuner.hpp>: detail/tuner/*.hpp are its implementation, in its order"
+#endif
 
 #include <nlohmann/json.hpp>
 
@@ -114,7 +114,9 @@ inline tuning_cache::tuning_cache(std::filesystem::path file) : file_(std::move(
 inline std::optional<std::filesystem::path> tuning_cache::default_path() {
   if (auto dir = detail::non_empty_env("GPUAGG_CACHE_DIR")) return std::filesystem::path(*dir) / "tuning.json";
   if (auto xdg = detail::non_empty_env("XDG_CACHE_HOME")) return std::filesystem::path(*xdg) / "gpuagg" / "tuning.json";
-  if (auto home = detail::non_empty_env("HOME")) return std::filesystem::path(*home) / ".cache" / "gpuagg" / "tuning.json";
+  if (auto home = detail::non_empty_env("HOME")) {
+    return std::filesystem::path(*home) / ".cache" / "gpuagg" / "tuning.json";
+  }
   return std::nullopt;
 }
 

@@ -2,7 +2,9 @@
 // The tuner's small host utilities: decision log (GPUAGG_LOG), once-per-process warnings, the
 // stopwatch for its own overhead (section 4.2, metric 3); included by <gpuagg/tuner.hpp>.
 
-#include <gpuagg/tuner.hpp>
+#ifndef GPUAGG_TUNER_HPP
+#error "include <gpuagg/tuner.hpp>: detail/tuner/*.hpp are its implementation, in its order"
+#endif
 
 #include <algorithm>
 #include <chrono>
@@ -39,26 +41,6 @@ inline std::string format_seconds(double seconds) {
   }
   return buffer;
 }
-
-/// One line per decision, prefixed, to a sink that may be null.
-class decision_log {
- public:
-  explicit decision_log(std::ostream* sink) noexcept : sink_(sink) {}
-  bool enabled() const noexcept { return sink_ != nullptr; }
-
-  template <class... Parts>
-  void operator()(const Parts&... parts) const {
-    if (sink_ == nullptr) return;
-    std::ostringstream line;  // one write per line, so concurrent tuners do not interleave words
-    line << "[gpuagg tuner] ";
-    (line << ... << parts);
-    line << '\n';
-    *sink_ << line.str() << std::flush;
-  }
-
- private:
-  std::ostream* sink_;
-};
 
 /// Adds `message` to the caller's warnings (once) and prints it on stderr the first time this process
 /// sees it (the set of printed messages is guarded by its own mutex).
@@ -118,6 +100,32 @@ class stopwatch_pause {
  private:
   host_stopwatch& watch_;
   bool was_running_;
+};
+
+/// One line per decision, prefixed, to a sink that may be null. Writing is diagnostics, not
+/// bookkeeping: the stopwatch, if given, is paused meanwhile, so GPUAGG_LOG leaves the
+/// overhead figure alone.
+class decision_log {
+ public:
+  explicit decision_log(std::ostream* sink, host_stopwatch* watch = nullptr) noexcept : sink_(sink), watch_(watch) {}
+  bool enabled() const noexcept { return sink_ != nullptr; }
+
+  template <class... Parts>
+  void operator()(const Parts&... parts) const {
+    if (sink_ == nullptr) return;
+    const bool running = watch_ != nullptr && watch_->running();
+    if (running) watch_->stop();
+    std::ostringstream line;  // one write per line, so concurrent tuners do not interleave words
+    line << "[gpuagg tuner] ";
+    (line << ... << parts);
+    line << '\n';
+    *sink_ << line.str() << std::flush;
+    if (running) watch_->start();
+  }
+
+ private:
+  std::ostream* sink_;
+  host_stopwatch* watch_;
 };
 
 }  // namespace gpuagg::detail

@@ -2,7 +2,9 @@
 // ProcessBlocksWith (section 4.1, "Handling measurement outliers"); included by
 // <gpuagg/tuner.hpp>.
 
-#include <gpuagg/tuner.hpp>
+#ifndef GPUAGG_TUNER_HPP
+#error "include <gpuagg/tuner.hpp>: detail/tuner/*.hpp are its implementation, in its order"
+#endif
 
 #include <algorithm>
 #include <cstddef>

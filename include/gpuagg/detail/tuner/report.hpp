@@ -1,8 +1,9 @@
 #pragma once
 // The tuning report's metrics (section 4.2) and printing; included by <gpuagg/tuner.hpp>.
 
-#include <gpuagg/tuner.hpp>
-#include <gpuagg/detail/tuner/log.hpp>
+#ifndef GPUAGG_TUNER_HPP
+#error "include <gpuagg/tuner.hpp>: detail/tuner/*.hpp are its implementation, in its order"
+#endif
 
 #include <cstdio>
 #include <ostream>
@@ -50,9 +51,9 @@ inline double tuning_report::cost(double best_seconds) const noexcept {
 
 inline double tuning_report::cost() const noexcept { return cost(winner_seconds); }
 
-inline const tried_configuration* tuning_report::find(const execution_params& params) const noexcept {
+inline const tried_configuration* tuning_report::find(const execution_params& wanted) const noexcept {
   for (const tried_configuration& tried_one : tried) {
-    if (tried_one.params == params) return &tried_one;
+    if (tried_one.params == wanted) return &tried_one;
   }
   return nullptr;
 }

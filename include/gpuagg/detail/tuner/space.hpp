@@ -1,12 +1,15 @@
 #pragma once
 // The search space of section 3.1 and its neighbourhood; included by <gpuagg/tuner.hpp>.
 
-#include <gpuagg/tuner.hpp>
+#ifndef GPUAGG_TUNER_HPP
+#error "include <gpuagg/tuner.hpp>: detail/tuner/*.hpp are its implementation, in its order"
+#endif
 
 #include <algorithm>
 #include <bit>
 #include <cctype>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 

@@ -3,13 +3,14 @@
 // <gpuagg/tuner.hpp>. The work happens in one non-template function so that every
 // tuner<Params> shares one instantiation; Params only fixes the values.
 
-#include <gpuagg/tuner.hpp>
+#ifndef GPUAGG_TUNER_HPP
+#error "include <gpuagg/tuner.hpp>: detail/tuner/*.hpp are its implementation, in its order"
+#endif
+
 #include <gpuagg/error.hpp>
-#include <gpuagg/detail/tuner/algorithm1.hpp>
-#include <gpuagg/detail/tuner/cache.hpp>
-#include <gpuagg/detail/tuner/log.hpp>
 
 #include <functional>
+#include <iostream>
 #include <utility>
 #include <vector>
 
@@ -29,8 +30,13 @@ inline tuning_report tune(const tuner_params& params, const search_space& space,
   report.params = params;
   host_stopwatch watch;
   watch.start();
-  const decision_log log(log_sink);
+  const decision_log log(log_sink, &watch);
   algorithm1 search(params, space, measure, blocks_available, feasible, log, watch, report);
+  const auto done = [&] {
+    watch.stop();
+    report.host_seconds = watch.seconds();
+    return report;
+  };
 
   const bool caching = params.use_cache && key.has_value() && cache.enabled();
   std::vector<execution_params> starts;
@@ -48,20 +54,16 @@ inline tuning_report tune(const tuner_params& params, const search_space& space,
     } else {
       log("cache entry ", stored->params, " at ", format_seconds(stored->seconds), "; checking it");
       const std::optional<double> now = search.process_blocks_with(stored->params, measurement_role::cache_check);
-      if (!now) {
+      if (!now) {  // the input ran out during the check
         search.finish(false);
-        watch.stop();
-        report.host_seconds = watch.seconds();
-        return report;
+        return done();
       }
       search.update_fastest(stored->params);
       if (similar(stored->seconds, *now, params.similarity)) {
         report.cache = cache_outcome::hit;
         log("cache hit: ", stored->params, " still within s of its stored time");
         search.finish(true);
-        watch.stop();
-        report.host_seconds = watch.seconds();
-        return report;
+        return done();
       }
       report.cache = cache_outcome::stale;
       log("cache entry off by more than s (", format_seconds(*now), " now); searching again");
@@ -77,7 +79,7 @@ inline tuning_report tune(const tuner_params& params, const search_space& space,
   } else {
     starts.insert(starts.end(), initial.begin(), initial.end());
   }
-  search.run(starts);
+  search.finish(search.run(starts));
 
   if (caching && report.converged && report.winner) {
     const stopwatch_pause pause(watch);
@@ -85,9 +87,7 @@ inline tuning_report tune(const tuner_params& params, const search_space& space,
       log("stored ", *report.winner, " for ", *key);
     }
   }
-  watch.stop();
-  report.host_seconds = watch.seconds();
-  return report;
+  return done();
 }
 
 }  // namespace detail
@@ -107,11 +107,11 @@ template <tuner_params Params>
 template <block_driver Driver, feasibility_predicate Feasible>
 tuning_report tuner<Params>::run(Driver& driver, Feasible&& feasible, std::span<const execution_params> initial,
                                  const std::optional<tuning_key>& key) const {
-  const measure_fn measure = [&driver](const execution_params& params) {
-    return static_cast<double>(driver.run_block(params));
+  const measure_fn measure = [&driver](const execution_params& block_params) {
+    return static_cast<double>(driver.run_block(block_params));
   };
-  const feasibility_fn is_feasible = [&feasible](const execution_params& params) {
-    return static_cast<bool>(std::invoke(feasible, params));
+  const feasibility_fn is_feasible = [&feasible](const execution_params& candidate) {
+    return static_cast<bool>(std::invoke(feasible, candidate));
   };
   tuning_report report =
       search(measure, static_cast<std::size_t>(driver.blocks_left()), is_feasible, initial, key);
@@ -120,11 +120,27 @@ tuning_report tuner<Params>::run(Driver& driver, Feasible&& feasible, std::span<
     throw unsupported_error("gpuagg tuner: no feasible execution parameters for this query on this device");
   }
   // Convergence: every remaining block runs with c_f.
-  while (static_cast<std::size_t>(driver.blocks_left()) > 0) {
-    report.winner_block_seconds += static_cast<double>(driver.run_block(*report.winner));
-    ++report.winner_blocks;
+  if constexpr (pipelining_block_driver<Driver>) {
+    report.winner_blocks = static_cast<std::size_t>(driver.blocks_left());
+    if (report.winner_blocks > 0) driver.run_remaining(*report.winner);
+  } else {
+    while (static_cast<std::size_t>(driver.blocks_left()) > 0) {
+      report.winner_block_seconds += static_cast<double>(driver.run_block(*report.winner));
+      ++report.winner_blocks;
+    }
   }
   return report;
+}
+
+template <tuner_params Params>
+template <checking_block_driver Driver>
+tuning_report tuner<Params>::run(Driver& driver, std::span<const execution_params> initial,
+                                 const std::optional<tuning_key>& key) const {
+  const Driver& checking = driver;
+  const auto feasible = [&checking](const execution_params& candidate) {
+    return static_cast<bool>(checking.feasible(candidate));
+  };
+  return run(driver, feasible, initial, key);
 }
 
 }  // namespace gpuagg

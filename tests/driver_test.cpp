@@ -1,0 +1,272 @@
+// The block-wise driver: table growth, strategy and thread configuration changing between
+// blocks, device-resident input and output, the program cache, the sample estimate.
+#include <boost/compute/container/vector.hpp>
+#include <boost/compute/core.hpp>
+
+#include <sstream>
+
+#include "support.hpp"
+
+using namespace gpuagg;
+using namespace gpuagg_test;
+
+namespace {
+
+const auto sum_count_min = select(sum(col<0>), count(), min(col<0>));
+using sum_count_min_bound =
+    bound_query<single_key<std::uint64_t>, std::remove_const_t<decltype(sum_count_min)>, std::int64_t>;
+
+struct input {
+  std::vector<std::uint64_t> keys;
+  std::vector<std::int64_t> vals;
+};
+
+input make_input(std::size_t rows, std::size_t groups, distribution d, std::mt19937_64& rng) {
+  const auto dictionary = key_dictionary<std::uint64_t>(groups, rng);
+  return {draw_keys(dictionary, rows, d, rng), random_values<std::int64_t>(rows, rng)};
+}
+
+auto reference(const input& in) {
+  return reference_group_by<sum_count_min_bound>(std::span<const std::uint64_t>(in.keys),
+                                                 std::span<const std::int64_t>(in.vals));
+}
+
+}  // namespace
+
+TEST_CASE("a too-small hint grows the table and loses no group") {
+  const auto seed = fresh_seed();
+  CAPTURE(seed);
+  std::mt19937_64 rng(seed);
+  for (const auto strategy : all_strategies) {
+    for (const auto d : {distribution::uniform, distribution::sorted_runs, distribution::all_distinct}) {
+      CAPTURE(strategy);
+      CAPTURE(name(d));
+      const auto in = make_input(60'000, 20'000, d, rng);
+      options opts;
+      opts.expected_groups = 1;  // wrong by four orders of magnitude
+      opts.strategy = strategy;
+      opts.config = launch_config{2, 64};
+      opts.block_bytes = 64 << 10;
+      const auto r = group_by(in.keys, in.vals, sum_count_min, opts);
+      check_equal(r, reference(in));
+      CHECK(r.stats.table_growths >= 1);
+      CHECK(r.stats.spilled_entries > 0);
+      CHECK(double(r.stats.groups) <= double(r.stats.table_capacity));
+    }
+  }
+}
+
+TEST_CASE("the table grows between blocks when it passes the load factor") {
+  std::mt19937_64 rng(fresh_seed());
+  const auto in = make_input(200'000, 50'000, distribution::uniform, rng);
+  options opts;
+  opts.expected_groups = 3'000;  // fits the first block, not the whole input
+  opts.block_bytes = 32 << 10;
+  const auto r = group_by(in.keys, in.vals, sum_count_min, opts);
+  check_equal(r, reference(in));
+  CHECK(r.stats.table_growths >= 1);
+  CHECK(double(r.stats.groups) <= 0.5 * double(r.stats.table_capacity) * 2);
+}
+
+TEST_CASE("strategy and thread configuration change from block to block of one query") {
+  const auto seed = fresh_seed();
+  CAPTURE(seed);
+  std::mt19937_64 rng(seed);
+  const auto in = make_input(100'000, 300, distribution::zipf, rng);
+  options opts;
+  opts.expected_groups = 300;
+  opts.block_bytes = 16 << 10;  // 2048 rows per block, 49 blocks
+  auto driver = make_driver(in.keys, in.vals, sum_count_min, opts);
+  const execution_params plan[] = {
+      {strategy_kind::shared, {1, 64}},         {strategy_kind::workgroup_local, {2, 128}},
+      {strategy_kind::independent, {1, 32}},    {strategy_kind::shared, {4, 32}},
+      {strategy_kind::workgroup_local, {1, 64}}, {strategy_kind::independent, {2, 64}},
+  };
+  std::size_t step = 0;
+  while (driver->blocks_left() > 0) {
+    const double seconds = driver->run_block(plan[step++ % std::size(plan)]);
+    CHECK(seconds >= 0.0);
+  }
+  const auto r = driver->finalize_to_host<std::int64_t, std::uint64_t, std::int64_t>();
+  check_equal(r, reference(in));
+  REQUIRE(r.stats.blocks.size() == driver->blocks_total());
+  for (std::size_t b = 0; b < r.stats.blocks.size(); ++b) CHECK(r.stats.blocks[b].params == plan[b % std::size(plan)]);
+}
+
+TEST_CASE("blocks in flight, block sizes and pipelined runs give the same result") {
+  std::mt19937_64 rng(fresh_seed());
+  const auto in = make_input(77'777, 999, distribution::heavy_hitter, rng);
+  const auto expected = reference(in);
+  for (const std::size_t in_flight : {1, 2, 3}) {
+    for (const std::size_t block_bytes : {std::size_t{8} << 10, std::size_t{100'000}, std::size_t{16} << 20}) {
+      CAPTURE(in_flight);
+      CAPTURE(block_bytes);
+      options opts;
+      opts.blocks_in_flight = in_flight;
+      opts.block_bytes = block_bytes;
+      check_equal(group_by(in.keys, in.vals, sum_count_min, opts), expected);
+    }
+  }
+}
+
+TEST_CASE("input already on the device is read in place: cl::Buffer with an offset, boost::compute::vector") {
+  std::mt19937_64 rng(fresh_seed());
+  const auto in = make_input(50'001, 777, distribution::uniform, rng);
+  const auto expected = reference(in);
+  context& c = ctx();
+
+  SUBCASE("cl::Buffer") {
+    // Put the columns 1000 elements into larger buffers to exercise the offset.
+    const std::size_t pad = 1000;
+    std::vector<std::uint64_t> keys(pad, 5);
+    keys.insert(keys.end(), in.keys.begin(), in.keys.end());
+    std::vector<std::int64_t> vals(pad, 9);
+    vals.insert(vals.end(), in.vals.begin(), in.vals.end());
+    cl::Buffer k(c.cl_context(), CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, keys.size() * 8, keys.data());
+    cl::Buffer v(c.cl_context(), CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, vals.size() * 8, vals.data());
+    options opts;
+    opts.block_bytes = 64 << 10;
+    const auto r = group_by(device_column<std::uint64_t>(k, in.keys.size(), pad),
+                            device_column<std::int64_t>(v, in.vals.size(), pad), sum_count_min, opts);
+    check_equal(r, expected);
+  }
+  SUBCASE("boost::compute::vector in a context gpuagg wraps") {
+    boost::compute::device device(c.device()(), true);
+    boost::compute::context bc_context(c.cl_context()(), true);
+    boost::compute::command_queue queue(bc_context, device);
+    boost::compute::vector<std::uint64_t> k(in.keys.begin(), in.keys.end(), queue);
+    boost::compute::vector<std::int64_t> v(in.vals.begin(), in.vals.end(), queue);
+    queue.finish();
+    const auto r = group_by(device_column(k), device_column(v), sum_count_min);
+    check_equal(r, expected);
+  }
+}
+
+TEST_CASE("the result can stay on the device") {
+  std::mt19937_64 rng(fresh_seed());
+  const auto in = make_input(10'000, 123, distribution::uniform, rng);
+  const auto expected = reference(in);
+  const auto on_device = group_by_on_device(in.keys, in.vals, sum_count_min);
+  REQUIRE(on_device.size == expected.size());
+  result<std::uint64_t, std::int64_t, std::uint64_t, std::int64_t> copied;
+  auto& queue = ctx().compute_queue();
+  copied.keys.resize(on_device.size);
+  std::get<0>(copied.columns).resize(on_device.size);
+  std::get<1>(copied.columns).resize(on_device.size);
+  std::get<2>(copied.columns).resize(on_device.size);
+  queue.enqueueReadBuffer(on_device.keys, CL_TRUE, 0, on_device.size * 8, copied.keys.data());
+  queue.enqueueReadBuffer(on_device.column<0>(), CL_TRUE, 0, on_device.size * 8, std::get<0>(copied.columns).data());
+  queue.enqueueReadBuffer(on_device.column<1>(), CL_TRUE, 0, on_device.size * 8, std::get<1>(copied.columns).data());
+  queue.enqueueReadBuffer(on_device.column<2>(), CL_TRUE, 0, on_device.size * 8, std::get<2>(copied.columns).data());
+  copied.stats.groups = on_device.size;
+  check_equal(copied, expected);
+}
+
+TEST_CASE("a second query of the same shape builds no program") {
+  std::mt19937_64 rng(fresh_seed());
+  const auto first = make_input(5'000, 50, distribution::uniform, rng);
+  const auto second = make_input(7'000, 70, distribution::zipf, rng);
+  options opts;
+  opts.strategy = strategy_kind::shared;
+  group_by(first.keys, first.vals, sum_count_min, opts);
+  const auto r = group_by(second.keys, second.vals, sum_count_min, opts);
+  CHECK(r.stats.programs_built == 0);
+  check_equal(r, reference(second));
+}
+
+TEST_CASE("GPUAGG_SHOW_KERNELS prints the generated source when a program is built") {
+  std::ostringstream captured;
+  auto* old = std::cerr.rdbuf(captured.rdbuf());
+  setenv("GPUAGG_SHOW_KERNELS", "1", 1);
+  context fresh(ctx().cl_context(), ctx().device());  // an empty program cache
+  const std::vector<std::uint32_t> keys{1, 2, 2};
+  const std::vector<double> vals{0.5, 1.5, 2.5};
+  options opts;
+  opts.ctx = &fresh;
+  const auto r = group_by(keys, vals, select(max(col<0>)), opts);
+  unsetenv("GPUAGG_SHOW_KERNELS");
+  std::cerr.rdbuf(old);
+  CHECK(r.size() == 2);
+  CHECK(captured.str().find("__kernel void gpuagg_aggregate") != std::string::npos);
+  CHECK(captured.str().find("#define GPUAGG_NEED_MAXIMUM_DOUBLE 1") != std::string::npos);
+}
+
+TEST_CASE("without a hint the sample estimate sizes the table") {
+  std::mt19937_64 rng(fresh_seed());
+  for (const std::size_t groups : {1u, 16u, 4096u, 60'000u}) {
+    CAPTURE(groups);
+    const auto in = make_input(200'000, groups, distribution::uniform, rng);
+    const auto r = group_by(in.keys, in.vals, sum_count_min);
+    check_equal(r, reference(in));
+    CHECK(r.stats.expected_groups_estimated);
+    // Within a factor of 4 of the truth for uniform keys.
+    CHECK(double(r.stats.expected_groups) >= double(groups) / 4);
+    CHECK(double(r.stats.expected_groups) <= double(groups) * 4);
+  }
+}
+
+TEST_CASE("the default strategy follows section 3.7: WORKGROUPLOCAL while the table fits local memory") {
+  std::mt19937_64 rng(fresh_seed());
+  const auto small = make_input(10'000, 10, distribution::uniform, rng);
+  options opts;
+  opts.expected_groups = 10;
+  CHECK(group_by(small.keys, small.vals, sum_count_min, opts).stats.strategy() == strategy_kind::workgroup_local);
+  const auto large = make_input(100'000, 50'000, distribution::uniform, rng);
+  opts.expected_groups = 50'000;
+  const auto r = group_by(large.keys, large.vals, sum_count_min, opts);
+  CHECK(r.stats.strategy() == strategy_kind::shared);
+  check_equal(r, reference(large));
+}
+
+TEST_CASE("float and double aggregates: NaN and infinities follow the documented semantics") {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const double inf = std::numeric_limits<double>::infinity();
+  // group 1: numbers and a NaN; 2: only NaN; 3: +inf and -inf; 4: +inf and numbers
+  const std::vector<std::int32_t> keys{1, 1, 1, 2, 2, 3, 3, 4, 4};
+  const std::vector<double> vals{2.0, nan, -3.0, nan, nan, inf, -inf, inf, 1.0};
+  std::vector<float> vals_f(vals.begin(), vals.end());
+  for (const auto strategy : all_strategies) {
+    CAPTURE(strategy);
+    options opts;
+    opts.strategy = strategy;
+    opts.config = launch_config{1, 64};
+    auto r = group_by(keys, values(vals, vals_f), select(sum(col<0>), min(col<0>), max(col<0>), min(col<1>), max(col<1>)),
+                      opts);
+    sort_by_key(r);
+    REQUIRE(r.size() == 4);
+    const auto& s = r.column<0>();
+    const auto& lo = r.column<1>();
+    const auto& hi = r.column<2>();
+    CHECK(std::isnan(s[0]));  // NaN makes a sum NaN
+    CHECK(lo[0] == -3.0);     // min skips NaN (NaN is the largest value)
+    CHECK(std::isnan(hi[0]));  // max of a group with NaN is NaN
+    CHECK(std::isnan(s[1]));
+    CHECK(std::isnan(lo[1]));  // all NaN: min is NaN
+    CHECK(std::isnan(hi[1]));
+    CHECK(std::isnan(s[2]));  // inf + -inf
+    CHECK(lo[2] == -inf);
+    CHECK(hi[2] == inf);
+    CHECK(s[3] == inf);
+    CHECK(lo[3] == 1.0);
+    CHECK(hi[3] == inf);
+    CHECK(r.column<3>()[0] == -3.0f);
+    CHECK(std::isnan(r.column<4>()[0]));
+  }
+}
+
+TEST_CASE("real-valued double sums agree with the reference to rounding") {
+  std::mt19937_64 rng(fresh_seed());
+  std::uniform_real_distribution<double> u(-1e6, 1e6);
+  const auto dictionary = key_dictionary<std::int64_t>(500, rng);
+  const auto keys = draw_keys(dictionary, 100'000, distribution::zipf, rng);
+  std::vector<double> vals(keys.size());
+  for (auto& v : vals) v = u(rng);
+  const auto q = select(sum(col<0>), avg(col<0>));
+  using bound = bound_query<single_key<std::int64_t>, std::remove_const_t<decltype(q)>, double>;
+  const auto expected = reference_group_by<bound>(std::span<const std::int64_t>(keys), std::span<const double>(vals));
+  for (const auto strategy : all_strategies) {
+    options opts;
+    opts.strategy = strategy;
+    check_equal(group_by(keys, vals, q, opts), expected, 1e-9);
+  }
+}

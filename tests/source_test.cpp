@@ -1,0 +1,128 @@
+// Compile-time source generation: golden strings, types, and the host and device versions of
+// each hash function agreeing.
+#include "support.hpp"
+
+using namespace gpuagg;
+using namespace gpuagg_test;
+
+static_assert(detail::to_fixed_string<0>() == detail::fixed_string{"0"});
+static_assert(detail::to_fixed_string<-42>() == detail::fixed_string{"-42"});
+static_assert(detail::to_fixed_string<18446744073709551615ull>() == detail::fixed_string{"18446744073709551615"});
+static_assert(detail::to_hex_fixed_string<255, 4>() == detail::fixed_string{"0x00ff"});
+static_assert(detail::concat(detail::fixed_string{"ab"}, detail::fixed_string{"c"}) == detail::fixed_string{"abc"});
+
+// Accumulator and output types.
+namespace {
+constexpr auto typed_query = select(sum(col<0>), sum(col<1>), sum(col<2>), min(col<2>), count(), avg(col<0>),
+                                    max(col<3>) / lit<2>);
+using typed_bound = bound_query<single_key<std::int32_t>, std::remove_const_t<decltype(typed_query)>, std::int32_t,
+                                std::uint32_t, float, std::int64_t>;
+}  // namespace
+static_assert(std::is_same_v<typed_bound::output_tuple,
+                             std::tuple<std::int64_t, std::uint64_t, double, float, std::uint64_t, double, std::int64_t>>);
+// count() appears in the query and inside avg(): one accumulator serves both.
+static_assert(typed_bound::aggregate_count == 6);
+static_assert(typed_bound::bucket_bytes == 4 + 8 + 8 + 8 + 4 + 8 + 8);
+
+TEST_CASE("the key policy's OpenCL text is exactly as expected") {
+  CHECK(single_key<std::uint32_t>::cl_source.view() ==
+        "#define KEY_T uint\n"
+        "#define KEY_IN_T uint\n"
+        "#define KEY_IS_64 0\n"
+        "#define EMPTY_KEY ((KEY_T)0xffffffffUL)\n"
+        "#define KEY_PARAMS __global const KEY_IN_T* restrict key_in0\n"
+        "#define KEY_LOAD(row) ((KEY_T)key_in0[row])\n"
+        "#define KEY_OUT_PARAMS , __global KEY_IN_T* restrict key_out0\n"
+        "#define KEY_STORE(pos, bits) (key_out0[pos] = (KEY_IN_T)(bits))\n");
+}
+
+TEST_CASE("a query's OpenCL text is exactly as expected: the paper's query") {
+  constexpr auto a = col<0>;
+  constexpr auto b = col<1>;
+  constexpr auto paper = select(sum(square(a - b)) / count());
+  using bound = bound_query<single_key<std::uint32_t>, std::remove_const_t<decltype(paper)>, std::int32_t, std::int32_t>;
+  CHECK(bound::cl_source.view() ==
+        "// aggregate 0: sum(((v0[row] - v1[row]) * (v0[row] - v1[row])))\n"
+        "#define GPUAGG_NEED_ADD_LONG 1\n"
+        "typedef long acc0_t;\n"
+        "#define ACC0_IDENTITY ((long)0x0000000000000000UL)\n"
+        "#define ACC0_ROW(row) ((acc0_t)(((v0[row] - v1[row]) * (v0[row] - v1[row]))))\n"
+        "#define ACC0_COMBINE_global(p, x) gpuagg_atomic_add_long_global(p, x)\n"
+        "#define ACC0_COMBINE_local(p, x) gpuagg_atomic_add_long_local(p, x)\n"
+        "#define ACC0_COMBINE_private(p, x) (*(p) = gpuagg_add_long(*(p), (x)))\n"
+        "// aggregate 1: count(1)\n"
+        "#define GPUAGG_NEED_ADD_ULONG 1\n"
+        "typedef ulong acc1_t;\n"
+        "#define ACC1_IDENTITY ((ulong)0x0000000000000000UL)\n"
+        "#define ACC1_ROW(row) ((acc1_t)(1))\n"
+        "#define ACC1_COMBINE_global(p, x) gpuagg_atomic_add_ulong_global(p, x)\n"
+        "#define ACC1_COMBINE_local(p, x) gpuagg_atomic_add_ulong_local(p, x)\n"
+        "#define ACC1_COMBINE_private(p, x) (*(p) = gpuagg_add_ulong(*(p), (x)))\n"
+        "typedef ulong out0_t;\n"
+        "#define OUT0_VALUE(slot) ((out0_t)((g_acc0[slot] / g_acc1[slot])))\n"
+        "#define VALUE_PARAMS , __global const int* restrict v0, __global const int* restrict v1\n"
+        "#define ACC_PARAMS(AS, P) , AS acc0_t* P##acc0 , AS acc1_t* P##acc1\n"
+        "#define ACC_INIT(P, s) P##acc0[s] = ACC0_IDENTITY; P##acc1[s] = ACC1_IDENTITY;\n"
+        "#define ACC_COMBINE_ROW(AS, P, s, row) ACC0_COMBINE_##AS(&P##acc0[s], ACC0_ROW(row)); "
+        "ACC1_COMBINE_##AS(&P##acc1[s], ACC1_ROW(row));\n"
+        "#define ACC_COMBINE_FROM(AS, P, s, Q, q) ACC0_COMBINE_##AS(&P##acc0[s], Q##acc0[q]); "
+        "ACC1_COMBINE_##AS(&P##acc1[s], Q##acc1[q]);\n"
+        "#define ACC_STORE_ROW(P, s, row) P##acc0[s] = ACC0_ROW(row); P##acc1[s] = ACC1_ROW(row);\n"
+        "#define ACC_COPY_FROM(P, s, Q, q) P##acc0[s] = Q##acc0[q]; P##acc1[s] = Q##acc1[q];\n"
+        "#define OUT_PARAMS , __global out0_t* restrict out0\n"
+        "#define OUT_STORE_ALL(pos, slot) out0[pos] = OUT0_VALUE(slot);\n");
+}
+
+TEST_CASE("each strategy's program is a compile-time constant holding its own AGGREGATE") {
+  using bound = bound_query<single_key<std::int64_t>, decltype(select(count())), std::int32_t>;
+  static_assert(program_source<bound, shared_strategy>.view().find("__kernel void gpuagg_aggregate") !=
+                std::string_view::npos);
+  static_assert(program_source<bound, workgroup_local_strategy>.view().find("__local KEY_T* l_keys") !=
+                std::string_view::npos);
+  static_assert(program_source<bound, independent_strategy>.view().find("__global KEY_T* p_keys") !=
+                std::string_view::npos);
+  CHECK(program_source_for<bound>(strategy_kind::independent) == program_source<bound, independent_strategy>.view());
+}
+
+template <class Bits, class Hash>
+void check_hash_agrees() {
+  const std::string source = std::string(detail::kernels::header.view()) +
+                             std::string(single_key<Bits>::cl_source.view()) + std::string(Hash::cl_source.view()) +
+                             "__kernel void homes(__global const KEY_T* k, __global uint* h, const uint bits) {\n"
+                             "  const size_t i = get_global_id(0);\n"
+                             "  h[i] = gpuagg_home(k[i], bits, 1u << bits, 0);\n"
+                             "}\n";
+  auto& c = ctx();
+  auto kernel = c.kernel(c.program(source), "homes");
+  std::mt19937_64 rng(fresh_seed());
+  std::vector<Bits> keys(1024);
+  for (auto& k : keys) k = static_cast<Bits>(rng());
+  keys[0] = 0;
+  keys[1] = static_cast<Bits>(~Bits{0});
+  for (const unsigned bits : {1u, 7u, 20u, 31u}) {
+    CAPTURE(bits);
+    cl::Buffer k(c.cl_context(), CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, keys.size() * sizeof(Bits), keys.data());
+    cl::Buffer h(c.cl_context(), CL_MEM_WRITE_ONLY, keys.size() * 4);
+    kernel.setArg(0, k);
+    kernel.setArg(1, h);
+    kernel.setArg(2, cl_uint(bits));
+    c.compute_queue().enqueueNDRangeKernel(kernel, cl::NullRange, cl::NDRange(keys.size()), cl::NullRange);
+    std::vector<std::uint32_t> homes(keys.size());
+    c.compute_queue().enqueueReadBuffer(h, CL_TRUE, 0, homes.size() * 4, homes.data());
+    std::size_t mismatches = 0;
+    std::set<std::uint32_t> distinct;
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+      mismatches += homes[i] != Hash::home(keys[i], bits);
+      CHECK(homes[i] < (std::uint64_t{1} << bits));
+      distinct.insert(homes[i]);
+    }
+    CHECK(mismatches == 0);
+    if (bits >= 20) CHECK(distinct.size() > 1000);  // random keys spread out
+  }
+}
+
+TEST_CASE_TEMPLATE("hash functions: the host version matches the OpenCL one, and buckets stay in range", Bits,
+                   std::uint32_t, std::uint64_t) {
+  check_hash_agrees<Bits, multiply_shift>();
+  check_hash_agrees<Bits, murmur3_finalizer>();
+}
