@@ -320,7 +320,7 @@ int run_key_type(const settings& s) {
         const auto initial = probe->initial_config(strategy);
         std::optional<execution_params> fill;
         if (probe->feasible({strategy, initial})) fill = execution_params{strategy, initial};
-        for (const auto& config : configs_for(s, probe->max_work_group_size(), strategy, initial)) {
+        for (const auto& config : configs_for(s, probe->max_work_group_size(strategy), strategy, initial)) {
           const execution_params params{strategy, config};
           if (!probe->feasible(params)) continue;
           std::vector<double> query_rates;

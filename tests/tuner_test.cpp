@@ -581,7 +581,8 @@ TEST_CASE("cache: a warm start checks the stored winner with one measurement") {
   CHECK(*second.winner == shared(8, 128));
   REQUIRE(second.tried.size() == 1);
   CHECK(second.tried[0].role == measurement_role::cache_check);
-  CHECK(second.exploration_blocks == 3);  // no exploration beyond the single check
+  CHECK(second.exploration_blocks == 0);  // a warm cache explores nothing
+  CHECK(second.confirmation_blocks == 3);  // the single check of the stored winner
   CHECK(second_space.sequence() == std::vector{shared(8, 128)});
 
   SUBCASE("through the driver: after the check every block runs with the stored winner") {

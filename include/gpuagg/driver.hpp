@@ -145,7 +145,7 @@ class aggregation_driver {
     launch_config config = strategy == strategy_kind::shared        ? launch_config{1, 512}
                            : strategy == strategy_kind::independent ? launch_config{1, 256}
                                                                     : launch_config{4, 512};
-    while (config.work_group_size > max_work_group_size()) config.work_group_size /= 2;
+    while (config.work_group_size > max_work_group_size(strategy)) config.work_group_size /= 2;
     return config;
   }
 
@@ -159,6 +159,20 @@ class aggregation_driver {
   /// Largest work-group size the device allows.
   std::uint32_t max_work_group_size() const noexcept { return ctx_.info().max_work_group_size; }
 
+  /// Largest power-of-two work-group size this strategy's AGGREGATE kernel can run with on this
+  /// device (the kernel's own limit, from its register use, may be below the device's). Builds
+  /// the strategy's program on first use.
+  std::uint32_t max_work_group_size(strategy_kind strategy) const {
+    auto& limit = kernel_limits_[static_cast<std::size_t>(strategy)];
+    if (limit == 0) {
+      const auto kernel_limit = std::min<std::size_t>(kernel_work_group_limit(aggregate_kernel(strategy)),
+                                                      ctx_.info().max_work_group_size);
+      limit = 1;
+      while (limit * 2 <= kernel_limit) limit *= 2;
+    }
+    return limit;
+  }
+
   /// Whether `params` suits this query (section 4.1's constraints, which the tuner and the
   /// default use): the work-group limits hold, and WORKGROUPLOCAL's local table or INDEPENDENT's
   /// private tables hold every group expected.
@@ -169,9 +183,10 @@ class aggregation_driver {
   std::string infeasibility(const execution_params& params, bool strict = true) const {
     const auto& config = params.config;
     if (config.work_group_size == 0 || config.work_groups_per_cu == 0) return "empty thread configuration";
-    if (config.work_group_size > max_work_group_size()) {
-      return "work group size " + std::to_string(config.work_group_size) + " exceeds the device's " +
-             std::to_string(max_work_group_size());
+    if (config.work_group_size > max_work_group_size(params.strategy)) {
+      return "work group size " + std::to_string(config.work_group_size) + " exceeds the " +
+             std::to_string(max_work_group_size(params.strategy)) + " that " + std::string(to_string(params.strategy)) +
+             "'s kernel allows on " + ctx_.info().name;
     }
     if (total_threads(config) > (std::uint64_t{1} << 31)) return "more than 2^31 work items";
     switch (params.strategy) {
@@ -210,6 +225,7 @@ class aggregation_driver {
   /// Processes every remaining block, `blocks_in_flight` at a time: with `params` if given,
   /// else with default_params() re-evaluated per block.
   void run_remaining(const std::optional<execution_params>& params = std::nullopt) {
+    if (blocks_left() == 0) return;
     if (params) require_runnable(*params);
     std::deque<pending_block> in_flight;
     while (blocks_left() > 0) {
@@ -463,13 +479,13 @@ class aggregation_driver {
     }
   }
 
-  cl::Program program(strategy_kind strategy) {
+  cl::Program program(strategy_kind strategy) const {
     auto& slot = programs_[static_cast<std::size_t>(strategy)];
     if (!slot()) slot = ctx_.program(program_source_for<Bound>(strategy));
     return slot;
   }
 
-  cl::Kernel& aggregate_kernel(strategy_kind strategy) {
+  cl::Kernel& aggregate_kernel(strategy_kind strategy) const {
     auto& slot = aggregate_kernels_[static_cast<std::size_t>(strategy)];
     if (!slot()) slot = ctx_.kernel(program(strategy), "gpuagg_aggregate");
     return slot;
@@ -775,8 +791,9 @@ class aggregation_driver {
   unsigned generation_ = 0;
   std::size_t builds_before_ = 0;
   cl::Program home_program_;
-  std::array<cl::Program, 3> programs_;
-  std::array<cl::Kernel, 3> aggregate_kernels_;
+  mutable std::array<cl::Program, 3> programs_;
+  mutable std::array<cl::Kernel, 3> aggregate_kernels_;
+  mutable std::array<std::uint32_t, 3> kernel_limits_{};
   cl::Buffer meta_;
   std::vector<cl_ulong> meta_mirror_;
   table_buffers table_;

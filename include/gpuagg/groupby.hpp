@@ -9,7 +9,11 @@
 //   // r.keys[i], r.column<0>()[i]
 
 #include <cstddef>
+#include <optional>
 #include <span>
+#include <sstream>
+#include <string>
+#include <string_view>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -29,6 +33,7 @@
 #include "runtime/context.hpp"
 #include "source.hpp"
 #include "strategy.hpp"
+#include "tuner.hpp"
 #include "types.hpp"
 
 namespace gpuagg {
@@ -96,6 +101,57 @@ auto make_driver(const KeyColumn& keys, const Values& values, Query, const optio
   return std::make_unique<aggregation_driver<bound>>(ctx, opts, detail::column_list(keys, tuple));
 }
 
+/// A result with the tuning report of the query that produced it.
+template <class Result>
+struct tuned {
+  Result result;
+  tuning_report report;
+};
+
+namespace detail {
+
+inline std::uint64_t fnv1a(std::string_view text, std::uint64_t hash = 0xcbf29ce484222325ULL) {
+  for (const unsigned char c : text) hash = (hash ^ c) * 0x100000001b3ULL;
+  return hash;
+}
+
+/// What the tuner's cache keys on: device, driver, the query's shape (a hash of everything
+/// the query contributes to its program), key type, log2 of the groups planned for.
+template <class Driver>
+tuning_key tuning_key_for(const Driver& driver) {
+  using bound = typename Driver::bound_type;
+  const auto shape = fnv1a(bound::cl_source.view(), fnv1a(bound::scheme::name.view(), fnv1a(bound::key::cl_source.view())));
+  std::ostringstream query;
+  query << bound::output_count << " outputs over " << bound::value_count << " columns, " << bound::scheme::name.view()
+        << ", shape " << std::hex << shape;
+  std::string key_name(cl_type_name<typename bound::key::value_type>.view());
+  return {driver.device().name, driver.device().driver_version, query.str(), key_name,
+          tuning_key::log2_groups(driver.planned_groups())};
+}
+
+/// Runs every block: with the caller's strategy/configuration if given, else tuned (Algorithm
+/// 1) when the input has enough blocks to learn from, else the section 3.7 default.
+template <tuner_params Params, class Driver>
+std::optional<tuning_report> run_query(Driver& driver, const options& opts) {
+  if (opts.strategy || opts.config) {
+    const auto strategy = opts.strategy.value_or(driver.default_params().strategy);
+    driver.run_remaining(execution_params{strategy, opts.config.value_or(driver.initial_config(strategy))});
+    return std::nullopt;
+  }
+  if (opts.autotune && driver.blocks_total() >= opts.min_blocks_to_tune) {
+    tuner<Params> t{search_space{.max_work_group_size = driver.max_work_group_size()}};
+    std::vector<execution_params> initial;
+    for (const auto strategy : all_strategies) initial.push_back({strategy, driver.initial_config(strategy)});
+    auto report = t.run(driver, initial, tuning_key_for(driver));
+    if (driver.blocks_left() > 0) driver.run_remaining(report.winner);
+    return report;
+  }
+  driver.run_remaining();
+  return std::nullopt;
+}
+
+}  // namespace detail
+
 /// SELECT keys, outputs... GROUP BY keys: the result on the host.
 /// `values`: one column or values(c0, c1, ...); columns are std::vector, std::span or
 /// device_column (all on the host or all on the device).
@@ -104,10 +160,22 @@ auto group_by(const KeyColumn& keys, const Values& values, Query query, const op
   auto driver = make_driver(keys, values, query, opts);
   using bound = typename std::remove_reference_t<decltype(*driver)>::bound_type;
   using finisher = detail::host_result_for<typename bound::key::value_type, typename bound::output_tuple>;
-  driver->run_remaining(opts.strategy ? std::optional<execution_params>(execution_params{
-                                            *opts.strategy, opts.config.value_or(driver->initial_config(*opts.strategy))})
-                                      : std::nullopt);
+  detail::run_query<tuner_params{}>(*driver, opts);
   return finisher::finalize(*driver);
+}
+
+/// As group_by, always tuned with Algorithm 1 configured by `Params` (unless the caller fixes
+/// the strategy or configuration), returning the tuning report with the result.
+template <tuner_params Params = tuner_params{}, class Query, column KeyColumn, class Values>
+auto tuned_group_by(const KeyColumn& keys, const Values& values, Query query, options opts = {}) {
+  auto driver = make_driver(keys, values, query, opts);
+  using bound = typename std::remove_reference_t<decltype(*driver)>::bound_type;
+  using finisher = detail::host_result_for<typename bound::key::value_type, typename bound::output_tuple>;
+  opts.autotune = true;
+  opts.min_blocks_to_tune = 1;
+  auto report = detail::run_query<Params>(*driver, opts);
+  auto r = finisher::finalize(*driver);
+  return tuned<decltype(r)>{std::move(r), report.value_or(tuning_report{})};
 }
 
 /// As group_by, with the result left in device buffers.
@@ -116,9 +184,7 @@ auto group_by_on_device(const KeyColumn& keys, const Values& values, Query query
   auto driver = make_driver(keys, values, query, opts);
   using bound = typename std::remove_reference_t<decltype(*driver)>::bound_type;
   using finisher = detail::host_result_for<typename bound::key::value_type, typename bound::output_tuple>;
-  driver->run_remaining(opts.strategy ? std::optional<execution_params>(execution_params{
-                                            *opts.strategy, opts.config.value_or(driver->initial_config(*opts.strategy))})
-                                      : std::nullopt);
+  detail::run_query<tuner_params{}>(*driver, opts);
   return finisher::finalize_on_device(*driver);
 }
 

@@ -46,6 +46,11 @@ struct options {
   /// Thread configuration for every block; default: the paper's initial configuration of the
   /// strategy (section 4.1), clamped to the device.
   std::optional<launch_config> config;
+  /// Tune strategy and thread configuration online (Algorithm 1 of the paper, the tuner's
+  /// persistent cache included) when neither `strategy` nor `config` is given and the input has
+  /// at least `min_blocks_to_tune` blocks; else the section 3.7 default.
+  bool autotune = true;
+  std::size_t min_blocks_to_tune = 8;
   /// Required by direct_addressing: the key domain.
   std::optional<key_domain> domain;
   /// The context (device) to run on; default: gpuagg::default_context().

@@ -234,7 +234,8 @@ struct tuning_report {
   std::optional<execution_params> winner;   ///< c_f; empty only if nothing could be measured
   double winner_seconds = 0.0;              ///< t(c_f)
   bool converged = false;                   ///< false: the input ran out mid-search
-  std::size_t exploration_blocks = 0;       ///< blocks processed while tuning (incl. cache check)
+  std::size_t exploration_blocks = 0;       ///< blocks processed while searching (0 on a cache hit)
+  std::size_t confirmation_blocks = 0;      ///< a cache hit's check: blocks run with the stored winner
   double exploration_seconds = 0.0;         ///< their summed block times
   std::size_t winner_blocks = 0;            ///< blocks run with the winner afterwards (run() only)
   double winner_block_seconds = 0.0;        ///< their summed block times (0 where the driver

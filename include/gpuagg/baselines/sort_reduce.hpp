@@ -59,6 +59,8 @@ using baseline_result = result<K, std::uint64_t, typename aggregate_policy<sum_k
 
 namespace detail {
 
+using gpuagg::detail::check;
+using gpuagg::detail::opencl_error_name;
 using clock = std::chrono::steady_clock;
 
 /// The device word a sum accumulates in: integer sums add in ulong, whose wrap-around gives
@@ -248,38 +250,46 @@ void finish_stats(Result& out, const context& ctx, std::size_t rows, std::size_t
   if (timing != nullptr) *timing = t;
 }
 
-/// count/sum/min/max combines for Boost.Compute, from gpuagg's semantics (aggregate.hpp).
+/// An OpenCL function for Boost.Compute: `inline RESULT NAME(PARAMETERS) { BODY }`, with fp64
+/// enabled where it uses double. Named per type, so programs of several types can hold it.
+inline std::string cl_function(bool uses_double, const std::string& result, const std::string& name,
+                               const std::string& parameters, const std::string& body) {
+  return std::string(uses_double ? "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n" : "") + "inline " + result +
+         " " + name + "(" + parameters + ") {\n  " + body + "\n}\n";
+}
+
+/// min and max combines for Boost.Compute with gpuagg's order (aggregate.hpp: NaN above
+/// every number).
 template <value_type V>
 auto minimum_function() {
   const std::string type(cl_type_name<V>.view());
   const std::string name = "gpuagg_baseline_minimum_" + type;
-  const std::string body = std::is_floating_point_v<V> ? "  return (!isnan(b) && (isnan(a) || b < a)) ? b : a;\n"
-                                                        : "  return b < a ? b : a;\n";
   return boost::compute::make_function_from_source<V(V, V)>(
-      name, (sizeof(V) == 8 && std::is_floating_point_v<V> ? "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n" : "") +
-                type + " " + name + "(" + type + " a, " + type + " b) {\n" + body + "}\n");
+      name, cl_function(std::is_same_v<V, double>, type, name, type + " a, " + type + " b",
+                        std::is_floating_point_v<V> ? "return (!isnan(b) && (isnan(a) || b < a)) ? b : a;"
+                                                    : "return b < a ? b : a;"));
 }
 
 template <value_type V>
 auto maximum_function() {
   const std::string type(cl_type_name<V>.view());
   const std::string name = "gpuagg_baseline_maximum_" + type;
-  const std::string body = std::is_floating_point_v<V> ? "  return (!isnan(a) && (isnan(b) || a < b)) ? b : a;\n"
-                                                        : "  return a < b ? b : a;\n";
   return boost::compute::make_function_from_source<V(V, V)>(
-      name, (sizeof(V) == 8 && std::is_floating_point_v<V> ? "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n" : "") +
-                type + " " + name + "(" + type + " a, " + type + " b) {\n" + body + "}\n");
+      name, cl_function(std::is_same_v<V, double>, type, name, type + " a, " + type + " b",
+                        std::is_floating_point_v<V> ? "return (!isnan(a) && (isnan(b) || a < b)) ? b : a;"
+                                                    : "return a < b ? b : a;"));
 }
 
-/// A value as its sum word: sign-extended to long, then its bits as ulong; or double.
+/// A value as its sum word: integers widened (sign-extending signed ones) to their 64-bit
+/// bits as ulong; float and double as double.
 template <value_type V>
 auto to_sum_function() {
   const std::string type(cl_type_name<V>.view());
   const std::string word(cl_type_name<sum_word<V>>.view());
   const std::string name = "gpuagg_baseline_to_sum_" + type;
   return boost::compute::make_function_from_source<sum_word<V>(V)>(
-      name, std::string(std::is_floating_point_v<V> ? "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n" : "") + word +
-                " " + name + "(" + type + " v) { return (" + word + ")(" + sum_widening_cl_type<V>() + ")v; }\n");
+      name, cl_function(std::is_floating_point_v<V>, word, name, type + " v",
+                        "return (" + word + ")(" + sum_widening_cl_type<V>() + ")v;"));
 }
 
 }  // namespace detail

@@ -71,6 +71,9 @@ inline std::ostream& operator<<(std::ostream& os, const tuning_report& report) {
   out << "  cache:      " << to_string(report.cache) << '\n';
   out << "  explored:   " << report.tried.size() << " configurations, " << report.exploration_blocks << " blocks, "
       << detail::format_seconds(report.exploration_seconds) << '\n';
+  if (report.confirmation_blocks > 0) {
+    out << "  confirmed:  the stored winner in " << report.confirmation_blocks << " blocks\n";
+  }
   char figures[96];
   std::snprintf(figures, sizeof figures, "%.2f blocks (relative to the winner)", report.cost());
   out << "  cost:       " << figures << '\n';

@@ -61,6 +61,10 @@ inline tuning_report tune(const tuner_params& params, const search_space& space,
       search.update_fastest(stored->params);
       if (similar(stored->seconds, *now, params.similarity)) {
         report.cache = cache_outcome::hit;
+        // The check ran the winner itself: it confirmed, it did not explore.
+        report.confirmation_blocks = report.exploration_blocks;
+        report.exploration_blocks = 0;
+        report.exploration_seconds = 0.0;
         log("cache hit: ", stored->params, " still within s of its stored time");
         search.finish(true);
         return done();

@@ -1,0 +1,113 @@
+// The tuner around the real driver (on the default OpenCL device): tuned queries are exact,
+// the cache is written and consulted, and group_by tunes only when it should.
+#include <filesystem>
+
+#include "support.hpp"
+
+using namespace gpuagg;
+using namespace gpuagg_test;
+
+namespace {
+
+const auto test_query = select(sum(col<0>), count(), max(col<0>));
+using bound = bound_query<single_key<std::uint32_t>, std::remove_const_t<decltype(test_query)>, std::int32_t>;
+
+struct temp_cache_dir {
+  std::filesystem::path path;
+  temp_cache_dir() {
+    path = std::filesystem::temp_directory_path() / ("gpuagg-tuned-test-" + std::to_string(fresh_seed()));
+    std::filesystem::create_directories(path);
+    setenv("GPUAGG_CACHE_DIR", path.c_str(), 1);
+  }
+  ~temp_cache_dir() {
+    unsetenv("GPUAGG_CACHE_DIR");
+    std::filesystem::remove_all(path);
+  }
+};
+
+struct input {
+  std::vector<std::uint32_t> keys;
+  std::vector<std::int32_t> vals;
+};
+
+input make_input(std::size_t rows, std::size_t groups, std::mt19937_64& rng) {
+  return {draw_keys(key_dictionary<std::uint32_t>(groups, rng), rows, distribution::zipf, rng),
+          random_values<std::int32_t>(rows, rng)};
+}
+
+auto reference(const input& in) {
+  return reference_group_by<bound>(std::span<const std::uint32_t>(in.keys), std::span<const std::int32_t>(in.vals));
+}
+
+// A small search space keeps PoCL from compiling a work-group function for every size.
+constexpr tuner_params quick{.max_blocks = 4};
+
+}  // namespace
+
+TEST_CASE("an autotuned test_query returns exactly the reference result, and the cache remembers the winner") {
+  const temp_cache_dir cache;
+  std::mt19937_64 rng(fresh_seed());
+  const auto in = make_input(1'000'000, 700, rng);
+  options opts;
+  opts.expected_groups = 700;
+  opts.block_bytes = 4 << 10;  // 1024 rows a block: 977 blocks to tune on
+  auto first = tuned_group_by<quick>(in.keys, in.vals, test_query, opts);
+  check_equal(first.result, reference(in));
+  MESSAGE(first.report);
+  REQUIRE(first.report.winner);
+  CHECK(first.report.tried.size() >= 3);  // the three strategies' initial configurations at least
+  CHECK(first.report.cache == cache_outcome::miss);
+  CHECK(first.result.stats.blocks.size() == first.result.stats.blocks.size());
+  // Every block after the search ran with the winner.
+  const auto& blocks = first.result.stats.blocks;
+  for (std::size_t b = first.report.exploration_blocks; b < blocks.size(); ++b) {
+    CHECK(blocks[b].params == *first.report.winner);
+  }
+  CHECK(std::filesystem::exists(cache.path / "tuning.json"));
+
+  // Same shape again: starts from the stored winner (a hit, or on a noisy device a re-search).
+  const auto again = make_input(1'000'000, 700, rng);
+  auto second = tuned_group_by<quick>(again.keys, again.vals, test_query, opts);
+  check_equal(second.result, reference(again));
+  CHECK((second.report.cache == cache_outcome::hit || second.report.cache == cache_outcome::stale));
+  REQUIRE_FALSE(second.report.tried.empty());
+  CHECK(second.report.tried.front().role == measurement_role::cache_check);
+  CHECK(second.report.tried.front().params == *first.report.winner);
+  if (second.report.cache == cache_outcome::hit) CHECK(second.report.exploration_blocks == 0);
+}
+
+TEST_CASE("group_by tunes by default only with enough blocks and no fixed strategy") {
+  const temp_cache_dir cache;
+  std::mt19937_64 rng(fresh_seed());
+  const auto in = make_input(200'000, 100, rng);
+  options opts;
+  opts.expected_groups = 100;
+  opts.block_bytes = 4 << 10;  // 196 blocks
+  const auto tuned_run = group_by(in.keys, in.vals, test_query, opts);
+  check_equal(tuned_run, reference(in));
+  std::set<strategy_kind> strategies_seen;
+  for (const auto& b : tuned_run.stats.blocks) strategies_seen.insert(b.params.strategy);
+  CHECK(strategies_seen.size() == 3);  // the tuner measured every strategy's initial configuration
+  // A fixed strategy is obeyed for every block.
+  opts.strategy = strategy_kind::independent;
+  const auto fixed = group_by(in.keys, in.vals, test_query, opts);
+  check_equal(fixed, reference(in));
+  for (const auto& b : fixed.stats.blocks) CHECK(b.params.strategy == strategy_kind::independent);
+  // Turned off: the section 3.7 default.
+  opts.strategy.reset();
+  opts.autotune = false;
+  const auto plain = group_by(in.keys, in.vals, test_query, opts);
+  for (const auto& b : plain.stats.blocks) CHECK(b.params.strategy == strategy_kind::workgroup_local);
+}
+
+TEST_CASE("an unwritable cache never breaks a test_query") {
+  setenv("GPUAGG_CACHE_DIR", "/proc/gpuagg-cannot-write-here", 1);
+  std::mt19937_64 rng(fresh_seed());
+  const auto in = make_input(200'000, 50, rng);
+  options opts;
+  opts.block_bytes = 4 << 10;
+  auto r = tuned_group_by<quick>(in.keys, in.vals, test_query, opts);
+  unsetenv("GPUAGG_CACHE_DIR");
+  check_equal(r.result, reference(in));
+  CHECK_FALSE(r.report.warnings.empty());
+}
