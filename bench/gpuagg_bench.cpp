@@ -1,17 +1,21 @@
 // gpuagg_bench: measures SELECT g, sum(v) FROM R GROUP BY g the way section 3.1 of Rosenfeld
 // et al. does: input in 16 MiB blocks per column, AGGREGATE timed per block with OpenCL
-// profiling, mean and coefficient of variation per configuration, plus whole queries timed end
-// to end. Every query's result is verified against a checksum of the CPU reference.
+// profiling, mean and coefficient of variation per configuration; plus whole queries timed end
+// to end (pipelined, AGGREGATE and FINALIZE included, and for host input the transfers), and
+// the baselines (Boost.Compute sort + reduce_by_key, sort-then-atomics). Every result is
+// verified: an order-independent checksum of its (key, sum) pairs, computed on the device,
+// must equal the CPU reference's.
 //
-// Writes one CSV row per measured query (--csv), one per measured block (--blocks-csv: the
-// recorded thread-configuration search spaces the tuner evaluation replays), a summary table
-// on stdout, and progress on stderr. Benchmarks never assert on time.
+// Output: one CSV row per measured query (--csv), one per measured block (--blocks-csv: the
+// recorded thread-configuration search spaces that tuner_eval replays), a summary table on
+// stdout, progress on stderr. Benchmarks never assert on time.
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
@@ -19,10 +23,12 @@
 #include <numeric>
 #include <optional>
 #include <random>
+#include <span>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include <gpuagg/baselines.hpp>
 #include <gpuagg/groupby.hpp>
 
 namespace {
@@ -33,16 +39,19 @@ struct settings {
   unsigned rows_log2 = 27;
   std::string groups_log2 = "4,10,16,20,24";
   std::string strategies = "shared,independent,workgroup_local,direct";
-  std::string configs = "default";  // default | sweep | all | list "WxS,..."
+  std::string configs = "default";  // default | sweep | all | "4x512,1x256"
   std::string distribution = "uniform";
   std::string input = "device";  // device | pinned | pageable
   std::string key_type = "uint32";
   double block_mib = 16;
-  unsigned reps = 5;
+  unsigned reps = 3;
+  unsigned query_reps = 5;
+  unsigned tuned_reps = 3;
   unsigned probe_blocks = 0;  // blocks measured per configuration (0: all)
   bool pipelined = true;
   std::string csv;
   std::string blocks_csv;
+  std::string tuned_csv;
   std::uint64_t seed = 42;
   bool quick = false;
 };
@@ -55,9 +64,14 @@ std::vector<unsigned> parse_range(const std::string& text) {
     const auto colon = item.find(':');
     if (colon == std::string::npos) {
       out.push_back(static_cast<unsigned>(std::stoul(item)));
-    } else {
-      for (unsigned i = std::stoul(item.substr(0, colon)); i <= std::stoul(item.substr(colon + 1)); ++i) out.push_back(i);
+      continue;
     }
+    // a:b or a:b:step
+    const auto second = item.find(':', colon + 1);
+    const unsigned first = std::stoul(item.substr(0, colon));
+    const unsigned last = std::stoul(item.substr(colon + 1, second == std::string::npos ? std::string::npos : second - colon - 1));
+    const unsigned step = second == std::string::npos ? 1 : std::stoul(item.substr(second + 1));
+    for (unsigned i = first; i <= last; i += step) out.push_back(i);
   }
   return out;
 }
@@ -78,58 +92,89 @@ std::uint64_t mix64(std::uint64_t x) {
   return x ^ (x >> 31);
 }
 
-/// Order-independent checksum of a (key, sum) result, and its group count.
-struct checksum {
-  std::uint64_t groups = 0;
-  std::uint64_t value = 0;
-  void add(std::uint64_t key, std::uint64_t sum) {
-    ++groups;
-    value += mix64(key * 0x9E3779B97F4A7C15ULL + mix64(sum));
+/// Order-independent checksum of (key, sum) pairs: the host computes the reference's, the
+/// device each result's (the same function in OpenCL below).
+std::uint64_t pair_checksum(std::uint64_t key, std::uint64_t sum) { return mix64(key * 0x9E3779B97F4A7C15ULL + mix64(sum)); }
+
+constexpr const char* checksum_source = R"CLC(
+#pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable
+inline ulong mix64(ulong x) {
+  x ^= x >> 30; x *= 0xbf58476d1ce4e5b9UL; x ^= x >> 27; x *= 0x94d049bb133111ebUL; return x ^ (x >> 31);
+}
+__kernel void checksum(__global const KEY_T* keys, __global const ulong* sums, const ulong n, __global ulong* out) {
+  ulong mine = 0;
+  for (ulong i = get_global_id(0); i < n; i += get_global_size(0)) {
+    mine += mix64((ulong)keys[i] * 0x9E3779B97F4A7C15UL + mix64(sums[i]));
   }
-  friend bool operator==(const checksum&, const checksum&) = default;
-};
+  if (mine) atom_add(out, mine);
+}
+)CLC";
 
 template <class Key>
+std::uint64_t device_checksum(context& ctx, const cl::Buffer& keys, const cl::Buffer& sums, std::uint64_t n) {
+  const std::string source = std::string("#define KEY_T ") + std::string(cl_type_name<Key>.view()) + "\n" + checksum_source;
+  cl::Kernel kernel = ctx.kernel(ctx.program(source), "checksum");
+  cl::Buffer out = ctx.buffer(8, "the checksum");
+  const cl_ulong zero = 0;
+  ctx.compute_queue().enqueueFillBuffer(out, zero, 0, 8);
+  kernel.setArg(0, keys);
+  kernel.setArg(1, sums);
+  kernel.setArg(2, cl_ulong(n));
+  kernel.setArg(3, out);
+  const std::size_t global = std::size_t{ctx.info().compute_units} * 1024;
+  ctx.compute_queue().enqueueNDRangeKernel(kernel, cl::NullRange, cl::NDRange(global), cl::NDRange(256));
+  cl_ulong value = 0;
+  ctx.compute_queue().enqueueReadBuffer(out, CL_TRUE, 0, 8, &value);
+  return value;
+}
+
+/// Input columns: on the host (pageable std::vector, or pinned memory of the context) and on
+/// the device, with the reference checksum.
+template <class Key>
 struct dataset {
+  std::size_t rows = 0;
   std::vector<Key> keys;
   std::vector<std::uint32_t> vals;
-  checksum expected;
   cl::Buffer keys_dev;
   cl::Buffer vals_dev;
-  Key min_key = 0;
+  cl::Buffer keys_pinned;
+  cl::Buffer vals_pinned;
+  Key* keys_pinned_ptr = nullptr;
+  std::uint32_t* vals_pinned_ptr = nullptr;
+  std::uint64_t expected_groups = 0;
+  std::uint64_t expected_checksum = 0;
   Key max_key = 0;
 };
 
-/// Keys with `groups` distinct values in [0, groups) (as the peers use), values in [0, 100).
+/// Keys in [0, groups) as the peers draw them (uniform; zipf; 90% one heavy hitter; sorted
+/// runs), values in [0, 100).
 template <class Key>
 dataset<Key> make_dataset(context& ctx, std::size_t rows, std::uint64_t groups, const std::string& dist,
-                          std::uint64_t seed) {
+                          std::uint64_t seed, bool pinned) {
   dataset<Key> d;
+  d.rows = rows;
   d.keys.resize(rows);
   d.vals.resize(rows);
   std::mt19937_64 rng(seed);
-  std::uniform_int_distribution<std::uint64_t> pick(0, groups - 1);
-  std::vector<double> zipf_cdf;
-  if (dist == "zipf") {
-    zipf_cdf.resize(std::min<std::uint64_t>(groups, 1 << 24));
-    double total = 0;
-    for (std::size_t i = 0; i < zipf_cdf.size(); ++i) zipf_cdf[i] = total += 1.0 / std::pow(double(i + 1), 1.1);
-    for (auto& c : zipf_cdf) c /= total;
-  }
-  std::uniform_real_distribution<double> unit(0, 1);
+  // Zipf (s = 1.1) by inverting the continuous approximation of its CDF, H(x) ~ (x^(1-s) - 1)/(1-s):
+  // O(1) per row, so 2^27 rows take a second, not minutes of binary searches.
+  const double zipf_s = 1.1;
+  const double zipf_top = std::pow(double(groups) + 1.0, 1.0 - zipf_s) - 1.0;
+  const std::uint64_t mask = groups - 1;  // groups is a power of two
   for (std::size_t i = 0; i < rows; ++i) {
-    std::uint64_t g = pick(rng);
+    const std::uint64_t r = rng();
+    std::uint64_t g = (r >> 8) & mask;
     if (dist == "zipf") {
-      g = std::lower_bound(zipf_cdf.begin(), zipf_cdf.end(), unit(rng)) - zipf_cdf.begin();
-      g = std::min<std::uint64_t>(g, groups - 1);
-    } else if (dist == "heavy") {
-      if (unit(rng) < 0.9) g = 0;
+      const double u = double(r >> 11) * 0x1.0p-53;
+      const double rank = std::pow(u * zipf_top + 1.0, 1.0 / (1.0 - zipf_s)) - 1.0;
+      g = std::min<std::uint64_t>(static_cast<std::uint64_t>(rank), groups - 1);
+    } else if (dist == "heavy" && (r & 0xff) < 230) {  // 90%
+      g = 0;
     }
     d.keys[i] = static_cast<Key>(g);
-    d.vals[i] = static_cast<std::uint32_t>(rng() % 100);
+    d.vals[i] = static_cast<std::uint32_t>((r >> 40) % 100);
   }
   if (dist == "sorted") std::sort(d.keys.begin(), d.keys.end());
-  // The reference: keys are below `groups`, so a flat array does.
   std::vector<std::uint64_t> sums(groups, 0);
   std::vector<std::uint8_t> seen(groups, 0);
   for (std::size_t i = 0; i < rows; ++i) {
@@ -137,37 +182,29 @@ dataset<Key> make_dataset(context& ctx, std::size_t rows, std::uint64_t groups, 
     seen[d.keys[i]] = 1;
   }
   for (std::uint64_t g = 0; g < groups; ++g) {
-    if (seen[g]) d.expected.add(g, sums[g]);
+    if (!seen[g]) continue;
+    ++d.expected_groups;
+    d.expected_checksum += pair_checksum(g, sums[g]);
   }
-  d.min_key = 0;
   d.max_key = static_cast<Key>(groups - 1);
   d.keys_dev = ctx.buffer(rows * sizeof(Key), "benchmark keys", CL_MEM_READ_ONLY);
   d.vals_dev = ctx.buffer(rows * sizeof(std::uint32_t), "benchmark values", CL_MEM_READ_ONLY);
   ctx.compute_queue().enqueueWriteBuffer(d.keys_dev, CL_TRUE, 0, rows * sizeof(Key), d.keys.data());
   ctx.compute_queue().enqueueWriteBuffer(d.vals_dev, CL_TRUE, 0, rows * sizeof(std::uint32_t), d.vals.data());
+  if (pinned) {
+    // The user's data in pinned (page-locked) host memory the OpenCL runtime allocated.
+    cl_int status = CL_SUCCESS;
+    d.keys_pinned = cl::Buffer(ctx.cl_context(), CL_MEM_ALLOC_HOST_PTR, rows * sizeof(Key), nullptr, &status);
+    d.vals_pinned = cl::Buffer(ctx.cl_context(), CL_MEM_ALLOC_HOST_PTR, rows * 4, nullptr, &status);
+    d.keys_pinned_ptr = static_cast<Key*>(ctx.transfer_queue().enqueueMapBuffer(
+        d.keys_pinned, CL_TRUE, CL_MAP_WRITE | CL_MAP_READ, 0, rows * sizeof(Key)));
+    d.vals_pinned_ptr = static_cast<std::uint32_t*>(
+        ctx.transfer_queue().enqueueMapBuffer(d.vals_pinned, CL_TRUE, CL_MAP_WRITE | CL_MAP_READ, 0, rows * 4));
+    std::memcpy(d.keys_pinned_ptr, d.keys.data(), rows * sizeof(Key));
+    std::memcpy(d.vals_pinned_ptr, d.vals.data(), rows * 4);
+  }
   return d;
 }
-
-template <class Key, class Sum>
-checksum checksum_of(const result<Key, Sum>& r) {
-  checksum c;
-  for (std::size_t i = 0; i < r.size(); ++i) c.add(std::uint64_t(r.keys[i]), std::uint64_t(r.template column<0>()[i]));
-  return c;
-}
-
-struct measurement {
-  std::string strategy;
-  launch_config config;
-  std::vector<double> block_seconds;  // blocks run with `config`
-  double aggregate_seconds = 0;
-  double initialize_seconds = 0;
-  double finalize_seconds = 0;
-  double wall_seconds = 0;
-  bool pipelined = false;
-  bool verified = false;
-  std::uint64_t groups_found = 0;
-  unsigned rep = 0;
-};
 
 double median(std::vector<double> v) {
   if (v.empty()) return 0;
@@ -183,16 +220,15 @@ double coefficient_of_variation(const std::vector<double>& v) {
   return mean > 0 ? std::sqrt(sq / double(v.size() - 1)) / mean : 0;
 }
 
-std::vector<launch_config> configs_for(const settings& s, std::uint32_t max_wg, strategy_kind strategy,
-                                       const launch_config& initial) {
-  std::vector<launch_config> out;
+std::vector<launch_config> configs_for(const settings& s, std::uint32_t max_wg, const launch_config& initial) {
   if (s.configs == "default") return {initial};
+  std::vector<launch_config> out;
   if (s.configs == "sweep" || s.configs == "all") {
+    // all: section 3.1's space, 1..1024 work groups per compute unit x 1..max work items.
     const bool all = s.configs == "all";
     for (std::uint32_t per_cu = 1; per_cu <= (all ? 1024u : 32u); per_cu *= 2) {
       for (std::uint32_t size = all ? 1 : 64; size <= max_wg; size *= 2) out.push_back({per_cu, size});
     }
-    (void)strategy;
     return out;
   }
   for (const auto& item : split(s.configs)) {
@@ -203,74 +239,338 @@ std::vector<launch_config> configs_for(const settings& s, std::uint32_t max_wg, 
   return out;
 }
 
-template <class Key, class Query>
-class runner {
- public:
-  runner(context& ctx, const settings& s, dataset<Key>& data, std::uint64_t groups)
-      : ctx_(ctx), s_(s), data_(data), groups_(groups) {}
+/// One measured query.
+struct measurement {
+  std::string system;  // strategy or baseline name
+  std::string mode;    // blocks | query | baseline
+  launch_config config;
+  std::vector<double> block_seconds;
+  double aggregate_seconds = 0;
+  double initialize_seconds = 0;
+  double finalize_seconds = 0;
+  double wall_seconds = 0;
+  bool verified = false;
+  std::uint64_t peak_device_bytes = 0;
+};
 
+struct output {
+  std::ofstream rows;
+  std::ofstream blocks;
+  const device_info* info = nullptr;
+  const settings* s = nullptr;
+
+  void row(std::uint64_t groups, const measurement& m, unsigned rep, std::size_t rows_total, double block_rows) {
+    if (!rows.is_open()) return;
+    const double block_mean =
+        m.block_seconds.empty() ? 0 : std::accumulate(m.block_seconds.begin(), m.block_seconds.end(), 0.0) /
+                                          double(m.block_seconds.size());
+    const double rate_blocks = block_mean > 0 ? block_rows / block_mean / 1e9 : 0;
+    const double rate_query = m.wall_seconds > 0 ? double(rows_total) / m.wall_seconds / 1e9 : 0;
+    rows << '"' << info->name << "\",\"" << info->driver_version << "\"," << s->input << ',' << s->distribution << ','
+         << s->key_type << ',' << rows_total << ',' << groups << ',' << m.system << ',' << m.config.work_groups_per_cu
+         << ',' << m.config.work_group_size << ',' << m.mode << ',' << rep << ',' << m.block_seconds.size() << ','
+         << block_mean * 1e6 << ',' << coefficient_of_variation(m.block_seconds) << ',' << m.aggregate_seconds * 1e3
+         << ',' << m.initialize_seconds * 1e3 << ',' << m.finalize_seconds * 1e3 << ',' << m.wall_seconds * 1e3 << ','
+         << rate_blocks << ',' << rate_query << ',' << m.peak_device_bytes << ',' << (m.verified ? 1 : 0) << '\n';
+  }
+};
+
+constexpr const char* csv_header =
+    "device,driver,input,distribution,key_type,rows,groups,system,work_groups_per_cu,work_group_size,mode,rep,"
+    "blocks_measured,block_mean_us,block_cv,aggregate_ms,initialize_ms,finalize_ms,wall_ms,gtuples_per_s_blocks,"
+    "gtuples_per_s_query,peak_device_bytes,verified\n";
+
+template <class Key>
+class bench {
+ public:
+  bench(context& ctx, const settings& s, output& out) : ctx_(ctx), s_(s), out_(out) {}
+
+  bool all_verified() const { return all_verified_; }
+
+  struct summary_entry {
+    double best = 0;      // G tuples/s, AGGREGATE per block (best of the measured queries)
+    double median = 0;
+    double query_best = 0;    // G tuples/s, whole pipelined query
+    double query_median = 0;
+    launch_config config;
+  };
+  std::map<std::pair<unsigned, std::string>, summary_entry> summary;
+
+  void run_groups(unsigned groups_log2) {
+    const std::size_t rows = std::size_t{1} << s_.rows_log2;
+    const std::uint64_t groups = std::uint64_t{1} << groups_log2;
+    std::cerr << "2^" << groups_log2 << " groups: generating " << rows << " rows (" << s_.distribution << ")\n";
+    data_ = make_dataset<Key>(ctx_, rows, groups, s_.distribution, s_.seed + groups_log2, s_.input == "pinned");
+    for (const auto& name : split(s_.strategies)) {
+      if (name == "direct") {
+        run_hash(groups_log2, name, select<direct_addressing>(sum(col<0>)));
+      } else if (name == "shared" || name == "independent" || name == "workgroup_local") {
+        run_hash(groups_log2, name, select(sum(col<0>)));
+      } else if (name == "sort_reduce" || name.rfind("sort_atomics", 0) == 0) {
+        if (s_.input == "device") run_baseline(groups_log2, name);
+      } else if (name == "tuned") {
+        run_tuned(groups_log2);
+      } else {
+        throw invalid_argument_error("unknown strategy or baseline: " + name);
+      }
+    }
+    data_ = {};
+  }
+
+ private:
   options base_options(bool direct) const {
     options opts;
     opts.ctx = &ctx_;
-    opts.expected_groups = groups_;
+    opts.expected_groups = data_.max_key + std::uint64_t{1};
     opts.block_bytes = static_cast<std::size_t>(s_.block_mib * 1024 * 1024);
-    if (direct) opts.domain = key_domain(data_.min_key, data_.max_key);
+    opts.autotune = false;
+    if (direct) opts.domain = key_domain(Key{0}, data_.max_key);
     return opts;
   }
 
-  template <class Keys, class Vals>
-  measurement measure(const Keys& keys, const Vals& vals, bool direct, const std::string& strategy_name,
-                      const execution_params& params, std::optional<execution_params> fill, bool pipelined,
-                      unsigned rep) {
+  template <class Query>
+  auto driver_for(Query q, bool direct) {
+    const auto opts = base_options(direct);
+    if (s_.input == "device") {
+      return make_driver(device_column<Key>(data_.keys_dev, data_.rows),
+                         device_column<std::uint32_t>(data_.vals_dev, data_.rows), q, opts);
+    }
+    if (s_.input == "pinned") {
+      return make_driver(std::span<const Key>(data_.keys_pinned_ptr, data_.rows),
+                         std::span<const std::uint32_t>(data_.vals_pinned_ptr, data_.rows), q, opts);
+    }
+    return make_driver(std::span<const Key>(data_.keys), std::span<const std::uint32_t>(data_.vals), q, opts);
+  }
+
+  /// One query: `probe` blocks with `params` (all if 0), the rest with `fill`; per block
+  /// synchronously (mode "blocks"), or every block pipelined (mode "query").
+  template <class Query>
+  measurement measure(Query q, bool direct, const std::string& name, const execution_params& params,
+                      const execution_params& fill, bool pipelined) {
     measurement m;
-    m.strategy = strategy_name;
+    m.system = name;
+    m.mode = pipelined ? "query" : "blocks";
     m.config = params.config;
-    m.pipelined = pipelined;
-    m.rep = rep;
-    auto opts = base_options(direct);
     const auto start = std::chrono::steady_clock::now();
-    auto driver = make_driver(keys, vals, Query{}, opts);
+    auto driver = driver_for(q, direct);
     if (pipelined) {
       driver->run_remaining(params);
     } else {
-      std::size_t run = 0;
-      while (driver->blocks_left() > 0) {
-        const bool probing = s_.probe_blocks == 0 || run < s_.probe_blocks;
-        const auto p = probing || !fill ? params : *fill;
-        const double t = driver->run_block(p);
-        if (probing) m.block_seconds.push_back(t);
-        ++run;
+      // The measured blocks one at a time (their profiled times), then the rest pipelined with
+      // the fastest configuration so far: the query completes and is verified, quickly.
+      while (driver->blocks_left() > 0 && (s_.probe_blocks == 0 || m.block_seconds.size() < s_.probe_blocks)) {
+        m.block_seconds.push_back(driver->run_block(params));
       }
+      driver->run_remaining(fill);
     }
+    // Wall time to the result on the device (FINALIZE included); verification after it.
     auto on_device = driver->template finalize_on_device<std::uint64_t>();
     m.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     m.aggregate_seconds = on_device.stats.aggregate_seconds;
     m.initialize_seconds = on_device.stats.initialize_seconds;
     m.finalize_seconds = on_device.stats.finalize_seconds;
-    m.groups_found = on_device.size;
-    // Verify: copy the result back (outside the timed region) and compare checksums.
-    result<Key, std::uint64_t> host;
-    host.keys.resize(on_device.size);
-    std::get<0>(host.columns).resize(on_device.size);
-    if (on_device.size > 0) {
-      ctx_.compute_queue().enqueueReadBuffer(on_device.keys, CL_TRUE, 0, on_device.size * sizeof(Key), host.keys.data());
-      ctx_.compute_queue().enqueueReadBuffer(on_device.template column<0>(), CL_TRUE, 0, on_device.size * 8,
-                                             std::get<0>(host.columns).data());
-    }
-    m.verified = checksum_of(host) == data_.expected;
+    m.peak_device_bytes = on_device.stats.peak_device_bytes;
+    m.verified = on_device.size == data_.expected_groups &&
+                 device_checksum<Key>(ctx_, on_device.keys, on_device.template column<0>(), on_device.size) ==
+                     data_.expected_checksum;
+    all_verified_ = all_verified_ && m.verified;
+    if (!m.verified) std::cerr << "  VERIFICATION FAILED: " << name << ' ' << params << '\n';
     return m;
   }
 
+  template <class Query>
+  void run_hash(unsigned groups_log2, const std::string& name, Query q) {
+    const bool direct = name == "direct";
+    auto probe = driver_for(q, direct);
+    const strategy_kind strategy = direct ? probe->default_params().strategy
+                                   : name == "shared"      ? strategy_kind::shared
+                                   : name == "independent" ? strategy_kind::independent
+                                                           : strategy_kind::workgroup_local;
+    const launch_config initial = probe->initial_config(strategy);
+    if (!probe->feasible({strategy, initial}) && s_.configs == "default") return;
+    const double block_rows = double(probe->block_rows());
+    const auto configs = configs_for(s_, probe->max_work_group_size(strategy), initial);
+    const std::uint32_t max_wg = probe->max_work_group_size(strategy);
+    probe.reset();
+    const std::size_t rows = data_.rows;
+    // Warm-up (JIT build, first allocations) once per strategy and group count.
+    execution_params fill{strategy, initial};
+    measure(q, direct, name, fill, fill, false);
+    double fill_block = 1e30;
+    auto& entry = summary[{groups_log2, name}];
+    std::size_t done = 0;
+    for (const auto& config : configs) {
+      const execution_params params{strategy, config};
+      auto check = driver_for(q, direct);
+      if (config.work_group_size > max_wg || !check->feasible(params)) continue;
+      check.reset();
+      std::vector<double> rates;
+      for (unsigned rep = 1; rep <= s_.reps; ++rep) {
+        const auto m = measure(q, direct, name, params, fill, false);
+        out_.row(std::uint64_t{1} << groups_log2, m, rep, rows, block_rows);
+        if (out_.blocks.is_open() && rep == 1) {
+          for (std::size_t b = 0; b < m.block_seconds.size(); ++b) {
+            out_.blocks << '"' << out_.info->name << "\"," << s_.distribution << ',' << groups_log2 << ','
+                        << to_string(strategy) << ',' << config.work_groups_per_cu << ',' << config.work_group_size
+                        << ',' << rep << ',' << b << ',' << std::llround(m.block_seconds[b] * 1e9) << '\n';
+          }
+        }
+        const double mean = std::accumulate(m.block_seconds.begin(), m.block_seconds.end(), 0.0) /
+                            double(std::max<std::size_t>(m.block_seconds.size(), 1));
+        rates.push_back(block_rows / mean / 1e9);
+        if (mean < fill_block) {  // later configurations fill their unmeasured blocks with the fastest
+          fill_block = mean;
+          fill = params;
+        }
+      }
+      const double best = *std::max_element(rates.begin(), rates.end());
+      config_rates_[{groups_log2, strategy}][config] = best;
+      if (best > entry.best) {
+        entry.best = best;
+        entry.median = median(rates);
+        entry.config = config;
+      }
+      out_.rows.flush();
+      out_.blocks.flush();
+      if (++done % 32 == 0) std::cerr << "  " << name << ": " << done << " configurations\n";
+    }
+    if (!s_.pipelined || entry.best == 0) return;
+    // Whole queries, pipelined, with the fastest configuration: what a user sees.
+    std::vector<double> rates;
+    for (unsigned rep = 1; rep <= s_.query_reps; ++rep) {
+      const auto m = measure(q, direct, name, {strategy, entry.config}, fill, true);
+      out_.row(std::uint64_t{1} << groups_log2, m, rep, rows, block_rows);
+      rates.push_back(double(rows) / m.wall_seconds / 1e9);
+    }
+    entry.query_best = *std::max_element(rates.begin(), rates.end());
+    entry.query_median = median(rates);
+    std::cerr << "  " << name << " best " << entry.config << ": " << entry.best << " G tuples/s per block, query "
+              << entry.query_median << " (median) " << entry.query_best << " (best)\n";
+  }
+
+  void run_baseline(unsigned groups_log2, const std::string& name) {
+    const device_column<Key> keys(data_.keys_dev, data_.rows);
+    const device_column<std::uint32_t> vals(data_.vals_dev, data_.rows);
+    std::vector<baselines::atomics_params> variants;
+    if (name == "sort_reduce") {
+      variants.emplace_back();
+    } else {
+      for (const auto variant : baselines::all_atomics_variants) {
+        if (name != "sort_atomics" && name != std::string("sort_atomics_") + baselines::name(variant)) continue;
+        for (const std::uint32_t chunk : {4u, 16u, 64u}) {
+          baselines::atomics_params p;
+          p.variant = variant;
+          p.chunk_size = chunk;
+          p.work_group_size = 256;
+          variants.push_back(p);
+        }
+      }
+    }
+    for (const auto& p : variants) {
+      std::string system = name;
+      if (name != "sort_reduce") {
+        std::ostringstream text;
+        text << "sort_atomics_" << baselines::name(p.variant) << "_c" << p.chunk_size;
+        system = text.str();
+      }
+      std::vector<double> rates;
+      for (unsigned rep = 0; rep <= s_.reps; ++rep) {  // rep 0 warms up
+        measurement m;
+        m.system = system;
+        m.mode = "baseline";
+        m.config = {1, p.work_group_size};
+        baselines::baseline_timing timing;
+        const auto start = std::chrono::steady_clock::now();
+        auto r = name == "sort_reduce" ? baselines::sort_reduce_by_key(ctx_, keys, vals, &timing)
+                                       : baselines::sort_then_atomics(ctx_, keys, vals, p, &timing);
+        m.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        m.aggregate_seconds = timing.sort_seconds + timing.aggregate_seconds;
+        std::uint64_t checksum = 0;
+        for (std::size_t i = 0; i < r.size(); ++i) {
+          checksum += pair_checksum(std::uint64_t(r.keys[i]), std::uint64_t(r.template column<1>()[i]));
+        }
+        m.verified = r.size() == data_.expected_groups && checksum == data_.expected_checksum;
+        all_verified_ = all_verified_ && m.verified;
+        if (rep == 0) continue;
+        // The baselines copy their result to the host; their rate counts sort and aggregation.
+        m.wall_seconds = m.aggregate_seconds;
+        out_.row(std::uint64_t{1} << groups_log2, m, rep, data_.rows, double(data_.rows));
+        rates.push_back(double(data_.rows) / m.aggregate_seconds / 1e9);
+      }
+      auto& entry = summary[{groups_log2, system}];
+      entry.best = entry.query_best = *std::max_element(rates.begin(), rates.end());
+      entry.median = entry.query_median = median(rates);
+      entry.config = {1, p.work_group_size};
+    }
+  }
+
+  /// The tuner (Algorithm 1, every strategy at once, no cache) inside real queries, compared
+  /// with the exhaustive search this run measured before it (put "tuned" after the strategies).
+  void run_tuned(unsigned groups_log2) {
+    const auto q = select(sum(col<0>));
+    double optimum = 0;  // G tuples/s per block, best over every strategy and configuration measured
+    for (const auto& [key, rates] : config_rates_) {
+      if (key.first != groups_log2) continue;
+      for (const auto& [config, rate] : rates) optimum = std::max(optimum, rate);
+    }
+    for (unsigned rep = 0; rep <= s_.tuned_reps; ++rep) {
+      auto driver = driver_for(q, false);
+      const double block_rows = double(driver->block_rows());
+      tuner<tuner_params{.use_cache = false}> t{search_space{.max_work_group_size = driver->max_work_group_size()}};
+      std::vector<execution_params> initial;
+      for (const auto strategy : all_strategies) initial.push_back({strategy, driver->initial_config(strategy)});
+      const auto report = t.run(*driver, initial);
+      auto on_device = driver->template finalize_on_device<std::uint64_t>();
+      const bool verified = on_device.size == data_.expected_groups &&
+                            device_checksum<Key>(ctx_, on_device.keys, on_device.template column<0>(),
+                                                 on_device.size) == data_.expected_checksum;
+      all_verified_ = all_verified_ && verified;
+      if (rep == 0 || !report.winner) continue;  // rep 0 warms up
+      // The winner's rate as the exhaustive search measured it (same run), and as the tuner did.
+      double exhaustive_rate = 0;
+      double full_evaluation_seconds = 0;  // every feasible configuration, 3 blocks each
+      for (const auto& [key, rates] : config_rates_) {
+        if (key.first != groups_log2) continue;
+        for (const auto& [config, rate] : rates) {
+          full_evaluation_seconds += 3 * block_rows / (rate * 1e9);
+          if (key.second == report.winner->strategy && config == report.winner->config) exhaustive_rate = rate;
+        }
+      }
+      const double tuner_rate = block_rows / report.winner_seconds / 1e9;
+      const double quality = exhaustive_rate > 0 ? optimum / exhaustive_rate : optimum / tuner_rate;
+      const double effort = full_evaluation_seconds > 0 ? report.exploration_seconds / full_evaluation_seconds : 0;
+      if (!tuned_csv_header_) {
+        tuned_rows_ << "groups_log2,rep,winner_strategy,winner_wgpcu,winner_wgs,tuner_gtps,exhaustive_gtps_of_winner,"
+                       "optimum_gtps,quality,configurations_tried,exploration_blocks,cost_blocks,overhead,effort,"
+                       "verified\n";
+        tuned_csv_header_ = true;
+      }
+      tuned_rows_ << groups_log2 << ',' << rep << ',' << to_string(report.winner->strategy) << ','
+                  << report.winner->config.work_groups_per_cu << ',' << report.winner->config.work_group_size << ','
+                  << tuner_rate << ',' << exhaustive_rate << ',' << optimum << ',' << quality << ','
+                  << report.tried.size() << ',' << report.exploration_blocks << ',' << report.cost() << ','
+                  << report.overhead() << ',' << effort << ',' << (verified ? 1 : 0) << std::endl;
+      std::cerr << "  tuned: " << *report.winner << " after " << report.exploration_blocks << " blocks, "
+                << report.tried.size() << " configurations; quality " << quality << ", effort " << effort << '\n';
+      auto& entry = summary[{groups_log2, "tuned"}];
+      if (tuner_rate > entry.best) {
+        entry.best = tuner_rate;
+        entry.config = report.winner->config;
+      }
+    }
+  }
+
+ public:
+  std::ofstream tuned_rows_;
+
  private:
+  bool tuned_csv_header_ = false;
+  std::map<std::pair<unsigned, strategy_kind>, std::map<launch_config, double>> config_rates_;
   context& ctx_;
   const settings& s_;
-  dataset<Key>& data_;
-  std::uint64_t groups_;
-};
-
-struct csv_writer {
-  std::ofstream rows;
-  std::ofstream blocks;
+  output& out_;
+  dataset<Key> data_;
+  bool all_verified_ = true;
 };
 
 template <class Key>
@@ -279,137 +579,36 @@ int run_key_type(const settings& s) {
   const auto& info = ctx.info();
   std::cerr << "gpuagg_bench: " << info.name << " (" << info.platform_name << ", driver " << info.driver_version
             << "), " << info.compute_units << " compute units\n";
-  csv_writer out;
+  output out;
+  out.info = &info;
+  out.s = &s;
   if (!s.csv.empty()) {
     out.rows.open(s.csv);
-    out.rows << "device,driver,input,distribution,key_type,rows,groups,strategy,work_groups_per_cu,work_group_size,"
-                "mode,rep,blocks_measured,block_mean_us,block_cv,aggregate_ms,initialize_ms,finalize_ms,wall_ms,"
-                "gtuples_per_s_aggregate,gtuples_per_s_query,verified\n";
+    out.rows << csv_header;
   }
   if (!s.blocks_csv.empty()) {
     out.blocks.open(s.blocks_csv);
     out.blocks << "device,distribution,groups_log2,strategy,work_groups_per_cu,work_group_size,rep,block,aggregate_ns\n";
   }
-  const std::size_t rows = std::size_t{1} << s.rows_log2;
-  const auto groups_list = parse_range(s.groups_log2);
-  bool all_verified = true;
-  struct best_entry {
-    double best = 0;
-    double median = 0;
-    launch_config config;
-    bool verified = true;
-  };
-  std::map<std::pair<unsigned, std::string>, best_entry> summary;
-  for (const unsigned groups_log2 : groups_list) {
-    const std::uint64_t groups = std::uint64_t{1} << groups_log2;
-    if (groups > rows) continue;
-    std::cerr << "groups 2^" << groups_log2 << ": generating " << rows << " rows (" << s.distribution << ")\n";
-    auto data = make_dataset<Key>(ctx, rows, groups, s.distribution, s.seed + groups_log2);
-    for (const auto& name : split(s.strategies)) {
-      const bool direct = name == "direct";
-      auto run_with = [&]<class Query>(Query) {
-        runner<Key, Query> r(ctx, s, data, groups);
-        // Columns: on the device, or host memory (pageable std::vector, or pinned memory).
-        auto keys_dev = device_column<Key>(data.keys_dev, rows);
-        auto vals_dev = device_column<std::uint32_t>(data.vals_dev, rows);
-        auto probe = make_driver(keys_dev, vals_dev, Query{}, r.base_options(direct));
-        const strategy_kind strategy = direct ? probe->default_params().strategy
-                                       : name == "shared"      ? strategy_kind::shared
-                                       : name == "independent" ? strategy_kind::independent
-                                                               : strategy_kind::workgroup_local;
-        const auto initial = probe->initial_config(strategy);
-        std::optional<execution_params> fill;
-        if (probe->feasible({strategy, initial})) fill = execution_params{strategy, initial};
-        for (const auto& config : configs_for(s, probe->max_work_group_size(strategy), strategy, initial)) {
-          const execution_params params{strategy, config};
-          if (!probe->feasible(params)) continue;
-          std::vector<double> query_rates;
-          for (unsigned rep = 0; rep <= s.reps; ++rep) {  // rep 0 is the warm-up
-            measurement m;
-            if (s.input == "device") {
-              m = r.measure(keys_dev, vals_dev, direct, name, params, fill, false, rep);
-            } else {
-              m = r.measure(data.keys, data.vals, direct, name, params, fill, false, rep);
-            }
-            all_verified = all_verified && m.verified;
-            if (rep == 0) continue;
-            const double block_total = std::accumulate(m.block_seconds.begin(), m.block_seconds.end(), 0.0);
-            const double block_mean = m.block_seconds.empty() ? 0 : block_total / double(m.block_seconds.size());
-            const double rows_per_block = double(probe->block_rows());
-            const double rate_aggregate = block_mean > 0 ? rows_per_block / block_mean / 1e9 : 0;
-            const double rate_query = double(rows) / (m.aggregate_seconds + m.finalize_seconds) / 1e9;
-            query_rates.push_back(rate_aggregate);
-            if (out.rows.is_open()) {
-              out.rows << '"' << info.name << "\",\"" << info.driver_version << "\"," << s.input << ',' << s.distribution
-                       << ',' << s.key_type << ',' << rows << ',' << groups << ',' << name << ','
-                       << config.work_groups_per_cu << ',' << config.work_group_size << ",blocks," << rep << ','
-                       << m.block_seconds.size() << ',' << block_mean * 1e6 << ','
-                       << coefficient_of_variation(m.block_seconds) << ',' << m.aggregate_seconds * 1e3 << ','
-                       << m.initialize_seconds * 1e3 << ',' << m.finalize_seconds * 1e3 << ',' << m.wall_seconds * 1e3
-                       << ',' << rate_aggregate << ',' << rate_query << ',' << (m.verified ? 1 : 0) << '\n';
-            }
-            if (out.blocks.is_open() && rep == 1) {
-              for (std::size_t b = 0; b < m.block_seconds.size(); ++b) {
-                out.blocks << '"' << info.name << "\"," << s.distribution << ',' << groups_log2 << ','
-                           << to_string(strategy) << ',' << config.work_groups_per_cu << ',' << config.work_group_size
-                           << ',' << rep << ',' << b << ',' << std::llround(m.block_seconds[b] * 1e9) << '\n';
-              }
-            }
-          }
-          auto& entry = summary[{groups_log2, name}];
-          const double best = query_rates.empty() ? 0 : *std::max_element(query_rates.begin(), query_rates.end());
-          if (best > entry.best) entry = {best, median(query_rates), config, all_verified};
-        }
-        // Whole queries, pipelined (blocks_in_flight), with the best configuration found: the
-        // figure a user sees, AGGREGATE and FINALIZE included.
-        if (s.pipelined && summary.count({groups_log2, name})) {
-          const auto best_config = summary[{groups_log2, name}].config;
-          std::vector<double> wall;
-          for (unsigned rep = 0; rep <= s.reps; ++rep) {
-            measurement m;
-            if (s.input == "device") {
-              m = r.measure(keys_dev, vals_dev, direct, name, {strategy, best_config}, fill, true, rep);
-            } else {
-              m = r.measure(data.keys, data.vals, direct, name, {strategy, best_config}, fill, true, rep);
-            }
-            all_verified = all_verified && m.verified;
-            if (rep == 0) continue;
-            wall.push_back(m.wall_seconds);
-            if (out.rows.is_open()) {
-              out.rows << '"' << info.name << "\",\"" << info.driver_version << "\"," << s.input << ',' << s.distribution
-                       << ',' << s.key_type << ',' << rows << ',' << groups << ',' << name << ','
-                       << best_config.work_groups_per_cu << ',' << best_config.work_group_size << ",query," << rep
-                       << ",0,0,0," << m.aggregate_seconds * 1e3 << ',' << m.initialize_seconds * 1e3 << ','
-                       << m.finalize_seconds * 1e3 << ',' << m.wall_seconds * 1e3 << ','
-                       << double(rows) / m.aggregate_seconds / 1e9 << ',' << double(rows) / m.wall_seconds / 1e9 << ','
-                       << (m.verified ? 1 : 0) << '\n';
-            }
-          }
-          std::cerr << "  " << name << " best " << best_config << ": query wall median "
-                    << median(wall) * 1e3 << " ms, " << double(rows) / median(wall) / 1e9 << " G tuples/s\n";
-        }
-      };
-      if (direct) {
-        run_with(select<direct_addressing>(sum(col<0>)));
-      } else {
-        run_with(select(sum(col<0>)));
-      }
-    }
-  }
-  // Summary: best configuration per (groups, strategy), throughput of AGGREGATE per block.
-  std::cout << "\nSELECT g, sum(v) GROUP BY g: " << rows << " rows, " << s.distribution << ", input " << s.input
-            << ", " << info.name << "\n";
-  std::cout << std::left << std::setw(10) << "groups" << std::setw(18) << "strategy" << std::setw(12) << "config"
-            << std::setw(16) << "best Gtuple/s" << std::setw(16) << "median Gtuple/s" << "verified\n";
-  for (const auto& [key, entry] : summary) {
+  bench<Key> b(ctx, s, out);
+  if (!s.tuned_csv.empty()) b.tuned_rows_.open(s.tuned_csv);
+  for (const unsigned groups_log2 : parse_range(s.groups_log2)) b.run_groups(groups_log2);
+
+  std::cout << "\nSELECT g, sum(v) GROUP BY g: 2^" << s.rows_log2 << " rows, " << s.distribution << ", input "
+            << s.input << ", " << s.key_type << " keys, " << info.name << "\n";
+  std::cout << std::left << std::setw(8) << "groups" << std::setw(40) << "system" << std::setw(10) << "config"
+            << std::setw(14) << "block best" << std::setw(14) << "block median" << std::setw(14) << "query best"
+            << "query median   (G tuples/s)\n";
+  for (const auto& [key, e] : b.summary) {
+    if (e.best == 0) continue;  // no feasible configuration
     std::ostringstream config;
-    config << entry.config;
-    std::cout << std::left << std::setw(10) << ("2^" + std::to_string(key.first)) << std::setw(18) << key.second
-              << std::setw(12) << config.str() << std::setw(16) << std::fixed << std::setprecision(2) << entry.best
-              << std::setw(16) << entry.median << (entry.verified ? "yes" : "NO") << '\n';
+    config << e.config;
+    std::cout << std::left << std::setw(8) << ("2^" + std::to_string(key.first)) << std::setw(40) << key.second
+              << std::setw(10) << config.str() << std::fixed << std::setprecision(2) << std::setw(14) << e.best
+              << std::setw(14) << e.median << std::setw(14) << e.query_best << e.query_median << '\n';
   }
-  std::cout << "gpuagg-bench: " << (all_verified ? "all results verified" : "VERIFICATION FAILED") << '\n';
-  return all_verified ? 0 : 1;
+  std::cout << "gpuagg-bench: " << (b.all_verified() ? "all results verified" : "VERIFICATION FAILED") << '\n';
+  return b.all_verified() ? 0 : 1;
 }
 
 }  // namespace
@@ -418,27 +617,35 @@ int main(int argc, char** argv) {
   settings s;
   CLI::App app{"gpuagg_bench: SELECT g, sum(v) GROUP BY g, measured per block and per query"};
   app.add_option("--rows-log2", s.rows_log2, "log2 of the number of rows");
-  app.add_option("--groups-log2", s.groups_log2, "group counts as log2, e.g. 0:28 or 4,10,16");
-  app.add_option("--strategies", s.strategies, "shared,independent,workgroup_local,direct");
+  app.add_option("--groups-log2", s.groups_log2, "group counts as log2: 0:28, 0:28:2 or 4,10,16");
+  app.add_option("--strategies", s.strategies,
+                 "shared,independent,workgroup_local,direct,sort_reduce,sort_atomics[_<variant>]");
   app.add_option("--configs", s.configs, "default | sweep | all | 4x512,1x256,...");
   app.add_option("--distribution", s.distribution, "uniform | zipf | heavy | sorted");
-  app.add_option("--input", s.input, "device | pageable");
+  app.add_option("--input", s.input, "device | pinned | pageable");
   app.add_option("--key-type", s.key_type, "uint32 | uint64");
   app.add_option("--block-mib", s.block_mib, "block size per column in MiB");
-  app.add_option("--reps", s.reps, "measured repetitions after one warm-up");
+  app.add_option("--reps", s.reps, "measured repetitions per configuration (after one warm-up)");
+  app.add_option("--query-reps", s.query_reps, "measured repetitions of the pipelined whole query");
+  app.add_option("--tuned-reps", s.tuned_reps, "measured repetitions of the live tuner (system tuned)");
   app.add_option("--probe-blocks", s.probe_blocks, "blocks measured per configuration (0: all)");
   app.add_flag("!--no-pipelined", s.pipelined, "skip the pipelined whole-query runs");
   app.add_option("--csv", s.csv, "CSV of every measured query");
   app.add_option("--blocks-csv", s.blocks_csv, "CSV of every measured block (search spaces)");
+  app.add_option("--tuned-csv", s.tuned_csv, "CSV of the live tuner runs (system \"tuned\")");
   app.add_option("--seed", s.seed, "input seed");
-  app.add_flag("--quick", s.quick, "a small run for tests (2^18 rows, few groups)");
+  app.add_flag("--quick", s.quick, "a small run for tests: 2^18 rows, two group counts, every system");
   CLI11_PARSE(app, argc, argv);
   if (s.quick) {
     s.rows_log2 = 18;
     s.groups_log2 = "2,12";
     s.block_mib = 0.25;
     s.reps = 1;
+    s.query_reps = 1;
     s.configs = "default";
+    if (app.count("--strategies") == 0) {
+      s.strategies = "shared,independent,workgroup_local,direct,sort_reduce,sort_atomics_private_variable";
+    }
   }
   try {
     return s.key_type == "uint64" ? run_key_type<std::uint64_t>(s) : run_key_type<std::uint32_t>(s);

@@ -182,7 +182,7 @@ inline constexpr std::string_view atomics_phases = R"CLC(
 // Map (section 3.1, Fig. 4): 1 where the sorted key changes, else 0. Row 0 gets 0, so the
 // inclusive prefix sum of the flags is each row's dense group index.
 __kernel void bl_boundaries(__global const KEY_T* keys, const uint n, __global uint* flags) {
-  const uint row = get_global_id(0);
+  const ulong row = get_global_id(0);
   if (row < n) flags[row] = (row > 0 && keys[row] != keys[row - 1]) ? 1u : 0u;
 }
 
@@ -190,7 +190,7 @@ __kernel void bl_boundaries(__global const KEY_T* keys, const uint n, __global u
 __kernel void bl_initialize(__global const KEY_T* keys, __global const uint* flags, __global const uint* group_of_row,
                             const uint n, __global KEY_T* group_keys, BL_RESULT_PARAMS, const VAL_T min_identity,
                             const VAL_T max_identity) {
-  const uint row = get_global_id(0);
+  const ulong row = get_global_id(0);
   if (row >= n || (row > 0 && flags[row] == 0)) return;
   const uint g = group_of_row[row];
   group_keys[g] = keys[row];
@@ -325,14 +325,22 @@ std::string atomics_type_macros() {
   constexpr bool is_float = std::is_floating_point_v<V>;
   constexpr bool is_64 = sizeof(V) == 8;
   const std::string value(cl_type_name<V>.view());
-  const std::string word = is_64 ? "ulong" : "uint";
-  std::string macros = "#define KEY_T " + std::string(cl_type_name<K>.view()) + "\n#define VAL_T " + value +
-                       "\n#define SUM_T " + std::string(cl_type_name<sum_word<V>>.view()) + "\n#define SUM_WIDE_T " +
-                       sum_widening_cl_type<V>() + "\n#define VAL_IS_FLOAT " + (is_float ? "1" : "0") +
-                       "\n#define SUM_IS_DOUBLE " + (is_float ? "1" : "0") + "\n#define VAL_NATIVE_MINMAX " +
-                       (!is_float && !is_64 ? "1" : "0") + "\n#define VAL_WORD " + word + "\n#define AS_WORD(x) as_" +
-                       word + "(x)\n#define AS_VAL(x) as_" + value + "(x)\n#define VAL_CAS " +
-                       (is_64 ? "atom_cmpxchg" : "atomic_cmpxchg") + "\n";
+  const std::string word = is_64 ? "ulong" : "uint";  // the bits a compare-and-swap sees
+  std::string macros;
+  auto define = [&](const std::string& name, const std::string& text) {
+    macros += "#define " + name + " " + text + "\n";
+  };
+  define("KEY_T", std::string(cl_type_name<K>.view()));
+  define("VAL_T", value);
+  define("SUM_T", std::string(cl_type_name<sum_word<V>>.view()));
+  define("SUM_WIDE_T", sum_widening_cl_type<V>());
+  define("VAL_IS_FLOAT", is_float ? "1" : "0");
+  define("SUM_IS_DOUBLE", is_float ? "1" : "0");
+  define("VAL_NATIVE_MINMAX", !is_float && !is_64 ? "1" : "0");  // atomic_min/max on int and uint
+  define("VAL_WORD", word);
+  define("AS_WORD(x)", "as_" + word + "(x)");
+  define("AS_VAL(x)", "as_" + value + "(x)");
+  define("VAL_CAS", is_64 ? "atom_cmpxchg" : "atomic_cmpxchg");
   return macros;
 }
 
