@@ -411,7 +411,8 @@ class bench {
         if (out_.blocks.is_open() && rep == 1) {
           for (std::size_t b = 0; b < m.block_seconds.size(); ++b) {
             out_.blocks << '"' << out_.info->name << "\"," << s_.distribution << ',' << groups_log2 << ','
-                        << to_string(strategy) << ',' << config.work_groups_per_cu << ',' << config.work_group_size
+                        << (direct ? std::string("DIRECT_") + std::string(to_string(strategy)) : std::string(to_string(strategy)))
+                        << ',' << config.work_groups_per_cu << ',' << config.work_group_size
                         << ',' << rep << ',' << b << ',' << std::llround(m.block_seconds[b] * 1e9) << '\n';
           }
         }
