@@ -276,7 +276,7 @@ void write_results(std::ostream& out, const std::vector<case_result>& results, b
                   r.found_seconds * 1e9, r.full.optimum.config.work_groups_per_cu,
                   r.full.optimum.config.work_group_size, r.full.optimum_seconds * 1e9, r.quality, r.cost,
                   r.overhead, r.effort, r.full.blocks, r.report.host_seconds * 1e9);
-    out << r.mode << ',' << r.space->strategy << ',' << r.space->groups_log2 << ',' << r.space->blocks.size()
+    out << '"' << r.mode << "\"," << r.space->strategy << ',' << r.space->groups_log2 << ',' << r.space->blocks.size()
         << ',' << r.report.tried.size() << ',' << (r.report.converged ? 1 : 0) << ','
         << r.report.exploration_blocks << ',' << winner.strategy << ',' << winner.config.work_groups_per_cu << ','
         << winner.config.work_group_size << ',' << numbers << '\n';
