@@ -47,6 +47,8 @@ struct settings {
   unsigned reps = 3;
   unsigned query_reps = 5;
   unsigned tuned_reps = 3;
+  std::size_t in_flight = 2;
+  bool lenient = false;
   unsigned probe_blocks = 0;  // blocks measured per configuration (0: all)
   bool pipelined = true;
   std::string csv;
@@ -324,6 +326,7 @@ class bench {
     opts.expected_groups = data_.max_key + std::uint64_t{1};
     opts.block_bytes = static_cast<std::size_t>(s_.block_mib * 1024 * 1024);
     opts.autotune = false;
+    opts.blocks_in_flight = s_.in_flight;
     if (direct) opts.domain = key_domain(Key{0}, data_.max_key);
     return opts;
   }
@@ -387,7 +390,10 @@ class bench {
                                    : name == "independent" ? strategy_kind::independent
                                                            : strategy_kind::workgroup_local;
     const launch_config initial = probe->initial_config(strategy);
-    if (!probe->feasible({strategy, initial}) && s_.configs == "default") return;
+    const auto runs = [&](auto& driver, const execution_params& p) {
+      return s_.lenient ? driver->infeasibility(p, false).empty() : driver->feasible(p);
+    };
+    if (!runs(probe, {strategy, initial}) && s_.configs == "default") return;
     const double block_rows = double(probe->block_rows());
     const auto configs = configs_for(s_, probe->max_work_group_size(strategy), initial);
     const std::uint32_t max_wg = probe->max_work_group_size(strategy);
@@ -402,7 +408,7 @@ class bench {
     for (const auto& config : configs) {
       const execution_params params{strategy, config};
       auto check = driver_for(q, direct);
-      if (config.work_group_size > max_wg || !check->feasible(params)) continue;
+      if (config.work_group_size > max_wg || !runs(check, params)) continue;
       check.reset();
       std::vector<double> rates;
       for (unsigned rep = 1; rep <= s_.reps; ++rep) {
@@ -635,6 +641,9 @@ int main(int argc, char** argv) {
   app.add_option("--blocks-csv", s.blocks_csv, "CSV of every measured block (search spaces)");
   app.add_option("--tuned-csv", s.tuned_csv, "CSV of the live tuner runs (system \"tuned\")");
   app.add_option("--seed", s.seed, "input seed");
+  app.add_option("--in-flight", s.in_flight, "blocks in flight (options::blocks_in_flight)");
+  app.add_flag("--lenient", s.lenient,
+               "also run WORKGROUPLOCAL/INDEPENDENT with tables smaller than the groups (overflow to global)");
   app.add_flag("--quick", s.quick, "a small run for tests: 2^18 rows, two group counts, every system");
   CLI11_PARSE(app, argc, argv);
   if (s.quick) {

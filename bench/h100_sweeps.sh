@@ -6,6 +6,25 @@
 set -uo pipefail
 bench=build/h100/bench/gpuagg_bench
 stage=${1:-2}
+if [[ $stage == 3 ]]; then
+  # The speed work: whole queries with pooled buffers and 4 blocks in flight; WORKGROUPLOCAL
+  # with a partial local table for a heavy hitter; and the gaps of stage 2.
+  tmp=$(mktemp -d); log=$OUT/stage3.log; deadline=$((SECONDS + ${2:-420}))
+  step() { local limit=$1 name=$2; shift 2; local left=$((deadline - SECONDS)); ((left < limit)) && limit=$left
+    ((limit <= 5)) && { echo "$name skipped" | tee -a $log; return; }
+    timeout $limit "$@" >> $log 2>&1; echo "$name rc=$? after ${SECONDS}s" | tee -a $log; }
+  step 70 pooled $bench --rows-log2 27 --groups-log2 4,10,16,20,24 --strategies workgroup_local,shared,direct \
+    --configs sweep --probe-blocks 4 --reps 1 --query-reps 5 --in-flight 4 --csv $OUT/pooled_queries.csv
+  step 60 heavy_local $bench --rows-log2 27 --groups-log2 12:28:4 --distribution heavy --strategies workgroup_local \
+    --lenient --configs sweep --probe-blocks 4 --reps 1 --query-reps 3 --csv $OUT/heavy_local.csv
+  step 60 baselines $bench --rows-log2 27 --groups-log2 24,26,28 --strategies sort_reduce,sort_atomics --reps 2 \
+    --csv $OUT/baselines_c.csv
+  step 60 sorted $bench --rows-log2 27 --groups-log2 16:28:4 --distribution sorted --strategies shared,direct \
+    --configs sweep --probe-blocks 4 --reps 1 --query-reps 3 --csv $OUT/distributions_c.csv
+  step 90 peers_cpu python3 .device/peers.py --rows-log2 27 --no-gpu --cpu --reps 2 --groups-log2 16,20,24
+  grep -E "^[0-9]+,(pyarrow|pandas)" $log > $OUT/peers_cpu_c.csv || true
+  exit
+fi
 if [[ $stage == 1 ]]; then
   timeout 470 $bench --rows-log2 27 --groups-log2 0:14:2 --strategies shared,independent,workgroup_local,direct \
     --configs all --probe-blocks 8 --reps 1 --query-reps 5 --csv $OUT/space_lo.csv --blocks-csv $OUT/space_lo_blocks.csv

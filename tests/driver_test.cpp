@@ -270,3 +270,21 @@ TEST_CASE("real-valued double sums agree with the reference to rounding") {
     check_equal(group_by(keys, vals, q, opts), expected, 1e-9);
   }
 }
+
+TEST_CASE("working buffers go back to the context's pool and are reused, results stay exact") {
+  std::mt19937_64 rng(fresh_seed());
+  context fresh(ctx().cl_context(), ctx().device());
+  options opts;
+  opts.ctx = &fresh;
+  opts.expected_groups = 500;
+  opts.block_bytes = 32 << 10;
+  CHECK(fresh.pooled_bytes() == 0);
+  const auto first = make_input(20'000, 500, distribution::uniform, rng);
+  check_equal(group_by(first.keys, first.vals, sum_count_min, opts), reference(first));
+  const auto kept = fresh.pooled_bytes();
+  CHECK(kept > 0);  // table, spill area, counters, input blocks
+  // The same shape again: every working buffer comes from the pool (dirty from the first query).
+  const auto second = make_input(20'000, 500, distribution::zipf, rng);
+  check_equal(group_by(second.keys, second.vals, sum_count_min, opts), reference(second));
+  CHECK(fresh.pooled_bytes() == kept);
+}

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <cstring>
 #include <deque>
+#include <map>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -118,16 +119,14 @@ class aggregation_driver {
   aggregation_driver(const aggregation_driver&) = delete;
   aggregation_driver& operator=(const aggregation_driver&) = delete;
   ~aggregation_driver() {
-    // Never leave commands running on buffers this object releases.
+    // Never hand buffers back while commands may still use them.
     if (rows_ > 0) {
       ctx_.compute_queue().finish();
       ctx_.transfer_queue().finish();
-      for (auto& slot : staging_) {
-        for (std::size_t c = 0; c < slot.pinned.size(); ++c) {
-          ctx_.transfer_queue().enqueueUnmapMemObject(slot.pinned[c], slot.mapped[c]);
-        }
-      }
-      ctx_.transfer_queue().finish();
+    }
+    for (auto& [handle, held] : held_) ctx_.recycle(held.first, held.second);
+    for (auto& slot : staging_) {
+      for (std::size_t c = 0; c < slot.pinned.size(); ++c) ctx_.recycle_pinned(slot.pinned_class[c], slot.pinned[c]);
     }
   }
 
@@ -258,8 +257,8 @@ class aggregation_driver {
     const std::uint64_t groups = meta[detail::meta_groups] + (meta[detail::meta_special] ? 1 : 0);
     const std::size_t n = static_cast<std::size_t>(std::max<std::uint64_t>(groups, 1));
     out.size = groups;
-    out.keys = allocate(n * sizeof(typename key_policy::value_type), "the result's keys");
-    std::apply([&](auto&... b) { ((b = allocate(n * sizeof(Outputs), "a result column")), ...); }, out.columns);
+    out.keys = allocate_owned(n * sizeof(typename key_policy::value_type), "the result's keys");
+    std::apply([&](auto&... b) { ((b = allocate_owned(n * sizeof(Outputs), "a result column")), ...); }, out.columns);
     auto count = allocate(sizeof(cl_ulong), "the result counter");
     const cl_ulong zero = 0;
     detail::check(ctx_.compute_queue().enqueueFillBuffer(count, zero, 0, sizeof(cl_ulong)), "clearing the counter");
@@ -322,7 +321,8 @@ class aggregation_driver {
     unsigned bits = 0;
   };
   struct staging_slot {
-    std::vector<cl::Buffer> pinned;
+    std::vector<detail::buffer_pool::pinned_buffer> pinned;
+    std::vector<std::uint64_t> pinned_class;
     std::vector<void*> mapped;
     std::vector<cl::Buffer> device;
   };
@@ -498,13 +498,33 @@ class aggregation_driver {
     return std::max<std::size_t>(limit, 1);
   }
 
+  /// A working buffer from the context's pool; it goes back there when the query ends (or,
+  /// for a table that grew, when it is replaced).
   cl::Buffer allocate(std::uint64_t bytes, const std::string& what) {
+    auto [buffer, size_class] = ctx_.pooled_buffer(bytes, what);
+    held_.emplace(buffer(), std::pair{size_class, buffer});
+    live_bytes_ += bytes;
+    stats_.peak_device_bytes = std::max(stats_.peak_device_bytes, live_bytes_);
+    return buffer;
+  }
+  /// A buffer the caller keeps (the result), not pooled.
+  cl::Buffer allocate_owned(std::uint64_t bytes, const std::string& what) {
     auto buffer = ctx_.buffer(bytes, what);
     live_bytes_ += bytes;
     stats_.peak_device_bytes = std::max(stats_.peak_device_bytes, live_bytes_);
     return buffer;
   }
   void release(std::uint64_t bytes) { live_bytes_ -= std::min(live_bytes_, bytes); }
+  void recycle(const cl::Buffer& buffer) {
+    if (auto found = held_.find(buffer()); found != held_.end()) {
+      ctx_.recycle(found->second.first, found->second.second);
+      held_.erase(found);
+    }
+  }
+  void recycle(const table_buffers& t) {
+    recycle(t.keys);
+    for (const auto& acc : t.accs) recycle(acc);
+  }
 
   table_buffers make_buffers(std::uint64_t buckets, const std::string& what) {
     table_buffers t;
@@ -536,18 +556,13 @@ class aggregation_driver {
 
   void make_staging() {
     staging_.resize(window_);
-    auto& queue = ctx_.transfer_queue();
     for (auto& slot : staging_) {
       for (const auto& column : columns_) {
         const std::uint64_t bytes = std::uint64_t(block_rows_) * column.element_size;
-        ctx_.check_allocation(bytes, "a pinned staging buffer");
-        cl_int status = CL_SUCCESS;
-        cl::Buffer pinned(ctx_.cl_context(), CL_MEM_ALLOC_HOST_PTR | CL_MEM_READ_ONLY, bytes, nullptr, &status);
-        detail::check(status, "allocating a pinned staging buffer");
-        void* mapped = queue.enqueueMapBuffer(pinned, CL_TRUE, CL_MAP_WRITE, 0, bytes, nullptr, nullptr, &status);
-        detail::check(status, "mapping a pinned staging buffer");
+        auto [pinned, size_class] = ctx_.pooled_pinned(bytes, "a pinned staging buffer");
         slot.pinned.push_back(pinned);
-        slot.mapped.push_back(mapped);
+        slot.pinned_class.push_back(size_class);
+        slot.mapped.push_back(pinned.mapped);
         slot.device.push_back(allocate(bytes, "an input block buffer"));
       }
     }
@@ -729,6 +744,7 @@ class aggregation_driver {
     meta = read_meta();
     if (meta[detail::meta_lost]) throw error("internal error: a merge found no bucket");
     release(table_bytes(old));
+    recycle(old);
     known_groups_ = meta[detail::meta_groups];
     stats_.spilled_entries += spilled;
     ++stats_.table_growths;
@@ -756,7 +772,10 @@ class aggregation_driver {
 
   void ensure_private_tables(std::uint64_t buckets) {
     if (private_.capacity >= buckets) return;
-    if (private_.keys()) release(table_bytes(private_));
+    if (private_.keys()) {
+      release(table_bytes(private_));
+      recycle(private_);
+    }
     private_ = make_buffers(buckets, "INDEPENDENT's private tables");
   }
 
@@ -800,6 +819,7 @@ class aggregation_driver {
   table_buffers spill_;
   table_buffers private_;
   std::vector<staging_slot> staging_;
+  std::map<cl_mem, std::pair<std::uint64_t, cl::Buffer>> held_;  // pooled buffers, by handle
   query_stats stats_;
 };
 

@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "buffer_pool.hpp"
 #include "opencl.hpp"
 
 namespace gpuagg {
@@ -131,6 +132,16 @@ class context {
     transfer_queue_ = cl::CommandQueue(context_, device_, CL_QUEUE_PROFILING_ENABLE, &status);
     detail::check(status, "creating the transfer queue");
     read_info();
+    // Keep at most an eighth of device memory (and 8 GiB) of unused working buffers.
+    pool_.set_capacity(std::min<std::uint64_t>(info_.global_mem_bytes / 8, std::uint64_t{8} << 30));
+  }
+
+  context(const context&) = delete;
+  context& operator=(const context&) = delete;
+  ~context() {
+    compute_queue_.finish();
+    transfer_queue_.finish();
+    pool_.clear(&transfer_queue_);
   }
 
   const cl::Context& cl_context() const noexcept { return context_; }
@@ -183,6 +194,37 @@ class context {
     return builds_;
   }
 
+  /// A working buffer of at least `bytes` from the pool, or newly allocated; give it back with
+  /// recycle(). Returns the buffer and its size class (what recycle() takes).
+  std::pair<cl::Buffer, std::uint64_t> pooled_buffer(std::uint64_t bytes, const std::string& what) {
+    const std::uint64_t size_class = detail::pool_size_class(std::max<std::uint64_t>(bytes, 1));
+    if (cl::Buffer reused = pool_.take_device(size_class); reused()) return {reused, size_class};
+    return {buffer(size_class, what), size_class};
+  }
+  void recycle(std::uint64_t size_class, cl::Buffer buffer) { pool_.give_device(size_class, std::move(buffer)); }
+
+  /// A pinned (page-locked) host buffer of at least `bytes`, mapped for writing, from the pool.
+  std::pair<detail::buffer_pool::pinned_buffer, std::uint64_t> pooled_pinned(std::uint64_t bytes,
+                                                                            const std::string& what) {
+    const std::uint64_t size_class = detail::pool_size_class(std::max<std::uint64_t>(bytes, 1));
+    if (auto reused = pool_.take_pinned(size_class); reused.buffer()) return {reused, size_class};
+    check_allocation(size_class, what);
+    cl_int status = CL_SUCCESS;
+    detail::buffer_pool::pinned_buffer fresh;
+    fresh.buffer = cl::Buffer(context_, CL_MEM_ALLOC_HOST_PTR | CL_MEM_READ_ONLY, size_class, nullptr, &status);
+    detail::check(status, ("allocating " + what).c_str());
+    fresh.mapped = transfer_queue_.enqueueMapBuffer(fresh.buffer, CL_TRUE, CL_MAP_WRITE, 0, size_class, nullptr,
+                                                    nullptr, &status);
+    detail::check(status, ("mapping " + what).c_str());
+    return {fresh, size_class};
+  }
+  void recycle_pinned(std::uint64_t size_class, detail::buffer_pool::pinned_buffer buffer) {
+    pool_.give_pinned(size_class, std::move(buffer), transfer_queue_);
+  }
+
+  /// Bytes of unused working buffers the pool keeps for later queries.
+  std::uint64_t pooled_bytes() const { return pool_.kept_bytes(); }
+
   /// Throws out_of_memory_error when `bytes` cannot be one allocation or exceed the device.
   void check_allocation(std::uint64_t bytes, const std::string& what) const {
     if (bytes > info_.max_alloc_bytes) throw out_of_memory_error(bytes, info_.max_alloc_bytes, what);
@@ -232,6 +274,7 @@ class context {
   mutable std::mutex mutex_;
   std::map<std::string, cl::Program, std::less<>> programs_;
   std::size_t builds_ = 0;
+  detail::buffer_pool pool_;
 };
 
 /// The process-wide default context, created on first use (thread-safe static).
