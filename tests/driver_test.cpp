@@ -288,3 +288,20 @@ TEST_CASE("working buffers go back to the context's pool and are reused, results
   check_equal(group_by(second.keys, second.vals, sum_count_min, opts), reference(second));
   CHECK(fresh.pooled_bytes() == kept);
 }
+
+TEST_CASE("a heavy hitter beyond local memory gets WORKGROUPLOCAL with a partial local table, exactly") {
+  std::mt19937_64 rng(fresh_seed());
+  // 50'000 groups do not fit a local table; one key holds 90% of the rows.
+  const auto skewed = make_input(200'000, 50'000, distribution::heavy_hitter, rng);
+  options opts;
+  opts.expected_groups = 50'000;
+  opts.autotune = false;
+  const auto r = group_by(skewed.keys, skewed.vals, sum_count_min, opts);
+  check_equal(r, reference(skewed));
+  CHECK(r.stats.strategy() == strategy_kind::workgroup_local);
+  // Uniform keys of the same count stay with SHARED.
+  const auto uniform = make_input(200'000, 50'000, distribution::uniform, rng);
+  const auto u = group_by(uniform.keys, uniform.vals, sum_count_min, opts);
+  check_equal(u, reference(uniform));
+  CHECK(u.stats.strategy() == strategy_kind::shared);
+}
