@@ -15,7 +15,9 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <bit>
 #include <cstring>
+#include <type_traits>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
@@ -43,6 +45,7 @@ struct settings {
   std::string distribution = "uniform";
   std::string input = "device";  // device | pinned | pageable
   std::string key_type = "uint32";
+  std::string value_type = "uint32";
   double block_mib = 16;
   unsigned reps = 3;
   unsigned query_reps = 5;
@@ -98,23 +101,35 @@ std::uint64_t mix64(std::uint64_t x) {
 /// device each result's (the same function in OpenCL below).
 std::uint64_t pair_checksum(std::uint64_t key, std::uint64_t sum) { return mix64(key * 0x9E3779B97F4A7C15ULL + mix64(sum)); }
 
+/// A sum as the 64-bit word the checksum mixes (the bits of a double).
+template <class Sum>
+std::uint64_t sum_word(Sum sum) {
+  if constexpr (std::is_floating_point_v<Sum>) {
+    return std::bit_cast<std::uint64_t>(static_cast<double>(sum));
+  } else {
+    return static_cast<std::uint64_t>(sum);
+  }
+}
+
 constexpr const char* checksum_source = R"CLC(
 #pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable
 inline ulong mix64(ulong x) {
   x ^= x >> 30; x *= 0xbf58476d1ce4e5b9UL; x ^= x >> 27; x *= 0x94d049bb133111ebUL; return x ^ (x >> 31);
 }
-__kernel void checksum(__global const KEY_T* keys, __global const ulong* sums, const ulong n, __global ulong* out) {
+__kernel void checksum(__global const KEY_T* keys, __global const SUM_T* sums, const ulong n, __global ulong* out) {
   ulong mine = 0;
   for (ulong i = get_global_id(0); i < n; i += get_global_size(0)) {
-    mine += mix64((ulong)keys[i] * 0x9E3779B97F4A7C15UL + mix64(sums[i]));
+    mine += mix64((ulong)keys[i] * 0x9E3779B97F4A7C15UL + mix64(SUM_WORD(sums[i])));
   }
   if (mine) atom_add(out, mine);
 }
 )CLC";
 
-template <class Key>
+template <class Key, class Sum>
 std::uint64_t device_checksum(context& ctx, const cl::Buffer& keys, const cl::Buffer& sums, std::uint64_t n) {
-  const std::string source = std::string("#define KEY_T ") + std::string(cl_type_name<Key>.view()) + "\n" + checksum_source;
+  const std::string source = std::string("#define KEY_T ") + std::string(cl_type_name<Key>.view()) +
+                             "\n#define SUM_T " + std::string(cl_type_name<Sum>.view()) + "\n#define SUM_WORD(x) " +
+                             (std::is_floating_point_v<Sum> ? "as_ulong(x)" : "((ulong)(x))") + "\n" + checksum_source;
   cl::Kernel kernel = ctx.kernel(ctx.program(source), "checksum");
   cl::Buffer out = ctx.buffer(8, "the checksum");
   const cl_ulong zero = 0;
@@ -132,17 +147,17 @@ std::uint64_t device_checksum(context& ctx, const cl::Buffer& keys, const cl::Bu
 
 /// Input columns: on the host (pageable std::vector, or pinned memory of the context) and on
 /// the device, with the reference checksum.
-template <class Key>
+template <class Key, class Value>
 struct dataset {
   std::size_t rows = 0;
   std::vector<Key> keys;
-  std::vector<std::uint32_t> vals;
+  std::vector<Value> vals;
   cl::Buffer keys_dev;
   cl::Buffer vals_dev;
   cl::Buffer keys_pinned;
   cl::Buffer vals_pinned;
   Key* keys_pinned_ptr = nullptr;
-  std::uint32_t* vals_pinned_ptr = nullptr;
+  Value* vals_pinned_ptr = nullptr;
   std::uint64_t expected_groups = 0;
   std::uint64_t expected_checksum = 0;
   Key max_key = 0;
@@ -150,10 +165,10 @@ struct dataset {
 
 /// Keys in [0, groups) as the peers draw them (uniform; zipf; 90% one heavy hitter; sorted
 /// runs), values in [0, 100).
-template <class Key>
-dataset<Key> make_dataset(context& ctx, std::size_t rows, std::uint64_t groups, const std::string& dist,
-                          std::uint64_t seed, bool pinned) {
-  dataset<Key> d;
+template <class Key, class Value>
+dataset<Key, Value> make_dataset(context& ctx, std::size_t rows, std::uint64_t groups, const std::string& dist,
+                                 std::uint64_t seed, bool pinned) {
+  dataset<Key, Value> d;
   d.rows = rows;
   d.keys.resize(rows);
   d.vals.resize(rows);
@@ -174,36 +189,38 @@ dataset<Key> make_dataset(context& ctx, std::size_t rows, std::uint64_t groups, 
       g = 0;
     }
     d.keys[i] = static_cast<Key>(g);
-    d.vals[i] = static_cast<std::uint32_t>((r >> 40) % 100);
+    d.vals[i] = static_cast<Value>((r >> 40) % 100);
   }
   if (dist == "sorted") std::sort(d.keys.begin(), d.keys.end());
-  std::vector<std::uint64_t> sums(groups, 0);
+  // Values are small integers, so every sum is exact in any order, double sums included.
+  using sum_type = typename aggregate_policy<sum_kind, Value>::acc_type;
+  std::vector<sum_type> sums(groups, 0);
   std::vector<std::uint8_t> seen(groups, 0);
   for (std::size_t i = 0; i < rows; ++i) {
-    sums[d.keys[i]] += d.vals[i];
+    sums[d.keys[i]] += static_cast<sum_type>(d.vals[i]);
     seen[d.keys[i]] = 1;
   }
   for (std::uint64_t g = 0; g < groups; ++g) {
     if (!seen[g]) continue;
     ++d.expected_groups;
-    d.expected_checksum += pair_checksum(g, sums[g]);
+    d.expected_checksum += pair_checksum(g, sum_word(sums[g]));
   }
   d.max_key = static_cast<Key>(groups - 1);
   d.keys_dev = ctx.buffer(rows * sizeof(Key), "benchmark keys", CL_MEM_READ_ONLY);
-  d.vals_dev = ctx.buffer(rows * sizeof(std::uint32_t), "benchmark values", CL_MEM_READ_ONLY);
+  d.vals_dev = ctx.buffer(rows * sizeof(Value), "benchmark values", CL_MEM_READ_ONLY);
   ctx.compute_queue().enqueueWriteBuffer(d.keys_dev, CL_TRUE, 0, rows * sizeof(Key), d.keys.data());
-  ctx.compute_queue().enqueueWriteBuffer(d.vals_dev, CL_TRUE, 0, rows * sizeof(std::uint32_t), d.vals.data());
+  ctx.compute_queue().enqueueWriteBuffer(d.vals_dev, CL_TRUE, 0, rows * sizeof(Value), d.vals.data());
   if (pinned) {
     // The user's data in pinned (page-locked) host memory the OpenCL runtime allocated.
     cl_int status = CL_SUCCESS;
     d.keys_pinned = cl::Buffer(ctx.cl_context(), CL_MEM_ALLOC_HOST_PTR, rows * sizeof(Key), nullptr, &status);
-    d.vals_pinned = cl::Buffer(ctx.cl_context(), CL_MEM_ALLOC_HOST_PTR, rows * 4, nullptr, &status);
+    d.vals_pinned = cl::Buffer(ctx.cl_context(), CL_MEM_ALLOC_HOST_PTR, rows * sizeof(Value), nullptr, &status);
     d.keys_pinned_ptr = static_cast<Key*>(ctx.transfer_queue().enqueueMapBuffer(
         d.keys_pinned, CL_TRUE, CL_MAP_WRITE | CL_MAP_READ, 0, rows * sizeof(Key)));
-    d.vals_pinned_ptr = static_cast<std::uint32_t*>(
-        ctx.transfer_queue().enqueueMapBuffer(d.vals_pinned, CL_TRUE, CL_MAP_WRITE | CL_MAP_READ, 0, rows * 4));
+    d.vals_pinned_ptr = static_cast<Value*>(ctx.transfer_queue().enqueueMapBuffer(
+        d.vals_pinned, CL_TRUE, CL_MAP_WRITE | CL_MAP_READ, 0, rows * sizeof(Value)));
     std::memcpy(d.keys_pinned_ptr, d.keys.data(), rows * sizeof(Key));
-    std::memcpy(d.vals_pinned_ptr, d.vals.data(), rows * 4);
+    std::memcpy(d.vals_pinned_ptr, d.vals.data(), rows * sizeof(Value));
   }
   return d;
 }
@@ -269,7 +286,7 @@ struct output {
     const double rate_blocks = block_mean > 0 ? block_rows / block_mean / 1e9 : 0;
     const double rate_query = m.wall_seconds > 0 ? double(rows_total) / m.wall_seconds / 1e9 : 0;
     rows << '"' << info->name << "\",\"" << info->driver_version << "\"," << s->input << ',' << s->distribution << ','
-         << s->key_type << ',' << rows_total << ',' << groups << ',' << m.system << ',' << m.config.work_groups_per_cu
+         << s->key_type << ',' << s->value_type << ',' << rows_total << ',' << groups << ',' << m.system << ',' << m.config.work_groups_per_cu
          << ',' << m.config.work_group_size << ',' << m.mode << ',' << rep << ',' << m.block_seconds.size() << ','
          << block_mean * 1e6 << ',' << coefficient_of_variation(m.block_seconds) << ',' << m.aggregate_seconds * 1e3
          << ',' << m.initialize_seconds * 1e3 << ',' << m.finalize_seconds * 1e3 << ',' << m.wall_seconds * 1e3 << ','
@@ -278,12 +295,13 @@ struct output {
 };
 
 constexpr const char* csv_header =
-    "device,driver,input,distribution,key_type,rows,groups,system,work_groups_per_cu,work_group_size,mode,rep,"
+    "device,driver,input,distribution,key_type,value_type,rows,groups,system,work_groups_per_cu,work_group_size,mode,rep,"
     "blocks_measured,block_mean_us,block_cv,aggregate_ms,initialize_ms,finalize_ms,wall_ms,gtuples_per_s_blocks,"
     "gtuples_per_s_query,peak_device_bytes,verified\n";
 
-template <class Key>
+template <class Key, class Value>
 class bench {
+  using sum_type = typename aggregate_policy<sum_kind, Value>::acc_type;
  public:
   bench(context& ctx, const settings& s, output& out) : ctx_(ctx), s_(s), out_(out) {}
 
@@ -302,7 +320,7 @@ class bench {
     const std::size_t rows = std::size_t{1} << s_.rows_log2;
     const std::uint64_t groups = std::uint64_t{1} << groups_log2;
     std::cerr << "2^" << groups_log2 << " groups: generating " << rows << " rows (" << s_.distribution << ")\n";
-    data_ = make_dataset<Key>(ctx_, rows, groups, s_.distribution, s_.seed + groups_log2, s_.input == "pinned");
+    data_ = make_dataset<Key, Value>(ctx_, rows, groups, s_.distribution, s_.seed + groups_log2, s_.input == "pinned");
     for (const auto& name : split(s_.strategies)) {
       if (name == "direct") {
         run_hash(groups_log2, name, select<direct_addressing>(sum(col<0>)));
@@ -336,13 +354,13 @@ class bench {
     const auto opts = base_options(direct);
     if (s_.input == "device") {
       return make_driver(device_column<Key>(data_.keys_dev, data_.rows),
-                         device_column<std::uint32_t>(data_.vals_dev, data_.rows), q, opts);
+                         device_column<Value>(data_.vals_dev, data_.rows), q, opts);
     }
     if (s_.input == "pinned") {
       return make_driver(std::span<const Key>(data_.keys_pinned_ptr, data_.rows),
-                         std::span<const std::uint32_t>(data_.vals_pinned_ptr, data_.rows), q, opts);
+                         std::span<const Value>(data_.vals_pinned_ptr, data_.rows), q, opts);
     }
-    return make_driver(std::span<const Key>(data_.keys), std::span<const std::uint32_t>(data_.vals), q, opts);
+    return make_driver(std::span<const Key>(data_.keys), std::span<const Value>(data_.vals), q, opts);
   }
 
   /// One query: `probe` blocks with `params` (all if 0), the rest with `fill`; per block
@@ -367,14 +385,14 @@ class bench {
       driver->run_remaining(fill);
     }
     // Wall time to the result on the device (FINALIZE included); verification after it.
-    auto on_device = driver->template finalize_on_device<std::uint64_t>();
+    auto on_device = driver->template finalize_on_device<sum_type>();
     m.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     m.aggregate_seconds = on_device.stats.aggregate_seconds;
     m.initialize_seconds = on_device.stats.initialize_seconds;
     m.finalize_seconds = on_device.stats.finalize_seconds;
     m.peak_device_bytes = on_device.stats.peak_device_bytes;
     m.verified = on_device.size == data_.expected_groups &&
-                 device_checksum<Key>(ctx_, on_device.keys, on_device.template column<0>(), on_device.size) ==
+                 device_checksum<Key, sum_type>(ctx_, on_device.keys, on_device.template column<0>(), on_device.size) ==
                      data_.expected_checksum;
     all_verified_ = all_verified_ && m.verified;
     if (!m.verified) std::cerr << "  VERIFICATION FAILED: " << name << ' ' << params << '\n';
@@ -460,7 +478,7 @@ class bench {
 
   void run_baseline(unsigned groups_log2, const std::string& name) {
     const device_column<Key> keys(data_.keys_dev, data_.rows);
-    const device_column<std::uint32_t> vals(data_.vals_dev, data_.rows);
+    const device_column<Value> vals(data_.vals_dev, data_.rows);
     std::vector<baselines::atomics_params> variants;
     if (name == "sort_reduce") {
       variants.emplace_back();
@@ -497,7 +515,7 @@ class bench {
         m.aggregate_seconds = timing.sort_seconds + timing.aggregate_seconds;
         std::uint64_t checksum = 0;
         for (std::size_t i = 0; i < r.size(); ++i) {
-          checksum += pair_checksum(std::uint64_t(r.keys[i]), std::uint64_t(r.template column<1>()[i]));
+          checksum += pair_checksum(std::uint64_t(r.keys[i]), sum_word(r.template column<1>()[i]));
         }
         m.verified = r.size() == data_.expected_groups && checksum == data_.expected_checksum;
         all_verified_ = all_verified_ && m.verified;
@@ -530,9 +548,9 @@ class bench {
       std::vector<execution_params> initial;
       for (const auto strategy : all_strategies) initial.push_back({strategy, driver->initial_config(strategy)});
       const auto report = t.run(*driver, initial);
-      auto on_device = driver->template finalize_on_device<std::uint64_t>();
+      auto on_device = driver->template finalize_on_device<sum_type>();
       const bool verified = on_device.size == data_.expected_groups &&
-                            device_checksum<Key>(ctx_, on_device.keys, on_device.template column<0>(),
+                            device_checksum<Key, sum_type>(ctx_, on_device.keys, on_device.template column<0>(),
                                                  on_device.size) == data_.expected_checksum;
       all_verified_ = all_verified_ && verified;
       if (rep == 0 || !report.winner) continue;  // rep 0 warms up
@@ -579,12 +597,12 @@ class bench {
   context& ctx_;
   const settings& s_;
   output& out_;
-  dataset<Key> data_;
+  dataset<Key, Value> data_;
   bool all_verified_ = true;
 };
 
-template <class Key>
-int run_key_type(const settings& s) {
+template <class Key, class Value>
+int run_types(const settings& s) {
   context& ctx = default_context();
   const auto& info = ctx.info();
   std::cerr << "gpuagg_bench: " << info.name << " (" << info.platform_name << ", driver " << info.driver_version
@@ -600,12 +618,12 @@ int run_key_type(const settings& s) {
     out.blocks.open(s.blocks_csv);
     out.blocks << "device,distribution,groups_log2,strategy,work_groups_per_cu,work_group_size,rep,block,aggregate_ns\n";
   }
-  bench<Key> b(ctx, s, out);
+  bench<Key, Value> b(ctx, s, out);
   if (!s.tuned_csv.empty()) b.tuned_rows_.open(s.tuned_csv);
   for (const unsigned groups_log2 : parse_range(s.groups_log2)) b.run_groups(groups_log2);
 
   std::cout << "\nSELECT g, sum(v) GROUP BY g: 2^" << s.rows_log2 << " rows, " << s.distribution << ", input "
-            << s.input << ", " << s.key_type << " keys, " << info.name << "\n";
+            << s.input << ", " << s.key_type << " keys, " << s.value_type << " values, " << info.name << "\n";
   std::cout << std::left << std::setw(8) << "groups" << std::setw(40) << "system" << std::setw(10) << "config"
             << std::setw(14) << "block best" << std::setw(14) << "block median" << std::setw(14) << "query best"
             << "query median   (G tuples/s)\n";
@@ -633,7 +651,8 @@ int main(int argc, char** argv) {
   app.add_option("--configs", s.configs, "default | sweep | all | 4x512,1x256,...");
   app.add_option("--distribution", s.distribution, "uniform | zipf | heavy | sorted");
   app.add_option("--input", s.input, "device | pinned | pageable");
-  app.add_option("--key-type", s.key_type, "uint32 | uint64");
+  app.add_option("--key-type", s.key_type, "uint32 | int32 | uint64 | int64");
+  app.add_option("--value-type", s.value_type, "uint32 | int32 | int64 | uint64 | float | double");
   app.add_option("--block-mib", s.block_mib, "block size per column in MiB");
   app.add_option("--reps", s.reps, "measured repetitions per configuration (after one warm-up)");
   app.add_option("--query-reps", s.query_reps, "measured repetitions of the pipelined whole query");
@@ -661,7 +680,20 @@ int main(int argc, char** argv) {
     }
   }
   try {
-    return s.key_type == "uint64" ? run_key_type<std::uint64_t>(s) : run_key_type<std::uint32_t>(s);
+    const auto with_key = [&]<class Key>() {
+      if (s.value_type == "int32") return run_types<Key, std::int32_t>(s);
+      if (s.value_type == "int64") return run_types<Key, std::int64_t>(s);
+      if (s.value_type == "uint64") return run_types<Key, std::uint64_t>(s);
+      if (s.value_type == "float") return run_types<Key, float>(s);
+      if (s.value_type == "double") return run_types<Key, double>(s);
+      if (s.value_type != "uint32") throw gpuagg::invalid_argument_error("unknown --value-type " + s.value_type);
+      return run_types<Key, std::uint32_t>(s);
+    };
+    if (s.key_type == "uint64") return with_key.template operator()<std::uint64_t>();
+    if (s.key_type == "int64") return with_key.template operator()<std::int64_t>();
+    if (s.key_type == "int32") return with_key.template operator()<std::int32_t>();
+    if (s.key_type != "uint32") throw gpuagg::invalid_argument_error("unknown --key-type " + s.key_type);
+    return with_key.template operator()<std::uint32_t>();
   } catch (const gpuagg::error& e) {
     std::cerr << "gpuagg_bench: " << e.what() << '\n';
     return 2;
