@@ -25,6 +25,26 @@ if [[ $stage == 3 ]]; then
   grep -E "^[0-9]+,(pyarrow|pandas)" $log > $OUT/peers_cpu_c.csv || true
   exit
 fi
+if [[ $stage == 4 ]]; then
+  # Gaps of stages 2 and 3 (cut by time limits), and value types other than uint32.
+  tmp=$(mktemp -d); log=$OUT/stage4.log; deadline=$((SECONDS + ${2:-420}))
+  step() { local limit=$1 name=$2; shift 2; local left=$((deadline - SECONDS)); ((left < limit)) && limit=$left
+    ((limit <= 5)) && { echo "$name skipped" | tee -a $log; return; }
+    timeout $limit "$@" >> $log 2>&1; echo "$name rc=$? after ${SECONDS}s" | tee -a $log; }
+  step 150 baselines $bench --rows-log2 27 --groups-log2 24,26,28 --strategies sort_reduce,sort_atomics --reps 2 \
+    --csv $OUT/baselines_d.csv
+  step 90 sorted $bench --rows-log2 27 --groups-log2 24,28 --distribution sorted --strategies shared,direct \
+    --configs sweep --probe-blocks 4 --reps 1 --query-reps 3 --csv $tmp/sorted.csv
+  step 50 zipf $bench --rows-log2 27 --groups-log2 28 --distribution zipf --strategies shared,direct \
+    --configs sweep --probe-blocks 4 --reps 1 --query-reps 3 --csv $tmp/zipf.csv
+  awk 'FNR > 1 || NR == 1' $tmp/sorted.csv $tmp/zipf.csv > $OUT/distributions_d.csv
+  for value in int64 double; do
+    step 60 $value $bench --rows-log2 27 --groups-log2 4,16,24 --value-type $value \
+      --strategies workgroup_local,shared,direct --configs default --reps 1 --query-reps 3 --csv $tmp/values_$value.csv
+  done
+  awk 'FNR > 1 || NR == 1' $tmp/values_*.csv > $OUT/value_types.csv
+  exit
+fi
 if [[ $stage == 1 ]]; then
   timeout 470 $bench --rows-log2 27 --groups-log2 0:14:2 --strategies shared,independent,workgroup_local,direct \
     --configs all --probe-blocks 8 --reps 1 --query-reps 5 --csv $OUT/space_lo.csv --blocks-csv $OUT/space_lo_blocks.csv
