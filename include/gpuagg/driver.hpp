@@ -152,9 +152,7 @@ class aggregation_driver {
 
   /// The paper's initial configuration of each strategy (section 4.1), clamped to the device.
   launch_config initial_config(strategy_kind strategy) const {
-    launch_config config = strategy == strategy_kind::shared        ? launch_config{1, 512}
-                           : strategy == strategy_kind::independent ? launch_config{1, 256}
-                                                                    : launch_config{4, 512};
+    launch_config config = paper_initial_config(strategy);
     while (config.work_group_size > max_work_group_size(strategy)) config.work_group_size /= 2;
     return config;
   }

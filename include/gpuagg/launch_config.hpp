@@ -46,6 +46,17 @@ inline std::ostream& operator<<(std::ostream& os, const launch_config& config) {
   return os << config.work_groups_per_cu << 'x' << config.work_group_size;
 }
 
+/// Section 4.1, "Initial thread configurations": the configurations with the lowest normalized
+/// runtime averaged over the paper's GPUs and group cardinalities (before clamping to a device).
+constexpr launch_config paper_initial_config(strategy_kind strategy) noexcept {
+  switch (strategy) {
+    case strategy_kind::shared: return {1, 512};
+    case strategy_kind::independent: return {1, 256};
+    case strategy_kind::workgroup_local: return {4, 512};
+  }
+  return {1, 256};
+}
+
 /// One block's execution parameters: what the tuner chooses and the driver runs.
 struct execution_params {
   strategy_kind strategy = strategy_kind::shared;

@@ -81,14 +81,7 @@ inline std::vector<execution_params> search_space::configurations(strategy_kind 
 }
 
 inline execution_params default_initial_config(strategy_kind strategy, const search_space& space) {
-  // Section 4.1, "Initial thread configurations": the configurations with the lowest normalized
-  // runtime averaged over the paper's GPUs and group cardinalities.
-  switch (strategy) {
-    case strategy_kind::shared: return space.clamp({strategy, {1, 512}});
-    case strategy_kind::independent: return space.clamp({strategy, {1, 256}});
-    case strategy_kind::workgroup_local: return space.clamp({strategy, {4, 512}});
-  }
-  return space.clamp({strategy, {1, 256}});
+  return space.clamp({strategy, paper_initial_config(strategy)});
 }
 
 inline std::vector<execution_params> default_initial_configs(const search_space& space) {
