@@ -9,6 +9,8 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <filesystem>
+#include <unistd.h>
 #include <iostream>
 #include <limits>
 #include <random>
@@ -23,6 +25,22 @@
 #include <gpuagg/reference.hpp>
 
 namespace gpuagg_test {
+
+/// Tests never touch the user's tuning cache: unless GPUAGG_CACHE_DIR is set, winners go to a
+/// directory of this test process under the system's temporary directory.
+struct isolated_tuning_cache {
+  std::filesystem::path dir;
+  isolated_tuning_cache() {
+    if (std::getenv("GPUAGG_CACHE_DIR") != nullptr) return;
+    dir = std::filesystem::temp_directory_path() / ("gpuagg-test-cache-" + std::to_string(::getpid()));
+    setenv("GPUAGG_CACHE_DIR", dir.c_str(), 1);
+  }
+  ~isolated_tuning_cache() {
+    std::error_code ignored;
+    if (!dir.empty()) std::filesystem::remove_all(dir, ignored);
+  }
+};
+inline const isolated_tuning_cache tuning_cache_for_tests;
 
 /// The one OpenCL context every test shares (GPUAGG_DEVICE picks it).
 inline gpuagg::context& ctx() { return gpuagg::default_context(); }

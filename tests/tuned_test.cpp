@@ -14,13 +14,14 @@ using bound = bound_query<single_key<std::uint32_t>, std::remove_const_t<decltyp
 
 struct temp_cache_dir {
   std::filesystem::path path;
+  std::string previous = std::getenv("GPUAGG_CACHE_DIR") ? std::getenv("GPUAGG_CACHE_DIR") : "";
   temp_cache_dir() {
     path = std::filesystem::temp_directory_path() / ("gpuagg-tuned-test-" + std::to_string(fresh_seed()));
     std::filesystem::create_directories(path);
     setenv("GPUAGG_CACHE_DIR", path.c_str(), 1);
   }
   ~temp_cache_dir() {
-    unsetenv("GPUAGG_CACHE_DIR");
+    setenv("GPUAGG_CACHE_DIR", previous.c_str(), 1);
     std::filesystem::remove_all(path);
   }
 };
@@ -101,13 +102,14 @@ TEST_CASE("group_by tunes by default only with enough blocks and no fixed strate
 }
 
 TEST_CASE("an unwritable cache never breaks a test_query") {
+  const std::string isolated_cache = std::getenv("GPUAGG_CACHE_DIR");
   setenv("GPUAGG_CACHE_DIR", "/proc/gpuagg-cannot-write-here", 1);
   std::mt19937_64 rng(fresh_seed());
   const auto in = make_input(200'000, 50, rng);
   options opts;
   opts.block_bytes = 4 << 10;
   auto r = tuned_group_by<quick>(in.keys, in.vals, test_query, opts);
-  unsetenv("GPUAGG_CACHE_DIR");
+  setenv("GPUAGG_CACHE_DIR", isolated_cache.c_str(), 1);
   check_equal(r.result, reference(in));
   CHECK_FALSE(r.report.warnings.empty());
 }
