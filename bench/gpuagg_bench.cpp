@@ -25,6 +25,7 @@
 #include <numeric>
 #include <optional>
 #include <random>
+#include <set>
 #include <span>
 #include <sstream>
 #include <string>
@@ -57,6 +58,7 @@ struct settings {
   std::string csv;
   std::string blocks_csv;
   std::string tuned_csv;
+  std::string peers_csv;
   std::uint64_t seed = 42;
   bool quick = false;
 };
@@ -601,6 +603,50 @@ class bench {
   bool all_verified_ = true;
 };
 
+/// The speed targets (whole queries, AGGREGATE and FINALIZE included) against the peers
+/// measured in the same run, one row per target and group count, with pass or fail.
+template <class Summary>
+void print_targets(const settings& s, const Summary& summary) {
+  std::map<std::pair<unsigned, std::string>, double> peers;  // (log2 groups, system) -> G tuples/s
+  std::ifstream in(s.peers_csv);
+  std::string line;
+  while (std::getline(in, line)) {
+    const auto fields = split(line);
+    if (fields.size() < 4 || fields[0].empty() || !std::isdigit(static_cast<unsigned char>(fields[0][0]))) continue;
+    const auto groups = std::stoull(fields[0]);
+    peers[{static_cast<unsigned>(std::llround(std::log2(double(groups)))), fields[1]}] = std::stod(fields[3]);
+  }
+  const auto query = [&](unsigned g, const std::string& system) {
+    const auto found = summary.find({g, system});
+    return found == summary.end() ? 0.0 : found->second.query_best;
+  };
+  std::set<unsigned> group_counts;
+  for (const auto& [key, entry] : summary) group_counts.insert(key.first);
+  std::cout << "\nspeed targets (whole query, G tuples/s, peers from " << s.peers_csv << ")\n";
+  std::cout << std::left << std::setw(8) << "groups" << std::setw(46) << "target" << std::setw(12) << "measured"
+            << std::setw(12) << "needed" << "result\n";
+  const auto row = [&](unsigned g, const std::string& target, double measured, double needed) {
+    if (needed <= 0) return;
+    std::cout << std::left << std::setw(8) << ("2^" + std::to_string(g)) << std::setw(46) << target << std::fixed
+              << std::setprecision(2) << std::setw(12) << measured << std::setw(12) << needed
+              << (measured >= needed ? "pass" : "FAIL") << '\n';
+  };
+  for (const unsigned g : group_counts) {
+    double hashed = 0;
+    for (const char* system : {"shared", "independent", "workgroup_local", "default"}) {
+      hashed = std::max(hashed, query(g, system));
+    }
+    const double direct = query(g, "direct");
+    const double unique = peers[{g, "torch_unique_index_add"}];
+    const double dense = peers[{g, "torch_index_add_dense"}];
+    if (g <= 10) row(g, "1. >= 250 (up to 2^10 groups)", std::max(hashed, direct), 250);
+    row(g, "2. hashing >= 3x torch_unique_index_add", hashed, 3 * unique);
+    row(g, "2. hashing >= 10x sort + reduce_by_key", hashed, 10 * query(g, "sort_reduce"));
+    if (g <= 20) row(g, "2. hashing >= torch_index_add_dense", hashed, dense);
+    row(g, "2. direct addressing >= torch_index_add_dense", direct, dense);
+  }
+}
+
 template <class Key, class Value>
 int run_types(const settings& s) {
   context& ctx = default_context();
@@ -635,6 +681,7 @@ int run_types(const settings& s) {
               << std::setw(10) << config.str() << std::fixed << std::setprecision(2) << std::setw(14) << e.best
               << std::setw(14) << e.median << std::setw(14) << e.query_best << e.query_median << '\n';
   }
+  if (!s.peers_csv.empty()) print_targets(s, b.summary);
   std::cout << "gpuagg-bench: " << (b.all_verified() ? "all results verified" : "VERIFICATION FAILED") << '\n';
   return b.all_verified() ? 0 : 1;
 }
@@ -661,6 +708,7 @@ int main(int argc, char** argv) {
   app.add_flag("!--no-pipelined", s.pipelined, "skip the pipelined whole-query runs");
   app.add_option("--csv", s.csv, "CSV of every measured query");
   app.add_option("--blocks-csv", s.blocks_csv, "CSV of every measured block (search spaces)");
+  app.add_option("--peers", s.peers_csv, "peers.py CSV of the same run: print the speed targets against it");
   app.add_option("--tuned-csv", s.tuned_csv, "CSV of the live tuner runs (system \"tuned\")");
   app.add_option("--seed", s.seed, "input seed");
   app.add_option("--in-flight", s.in_flight, "blocks in flight (options::blocks_in_flight)");
