@@ -132,7 +132,7 @@ def main():
         ax.set_yticks(range(len(per_cu)), per_cu)
         ax.set_xlabel("work items per work group")
         ax.set_ylabel("work groups per compute unit")
-        ax.set_title("SHARED, 2^24 groups: AGGREGATE time / fastest (darker is slower, capped at 4)")
+        ax.set_title("SHARED, 2^24 groups: AGGREGATE time / fastest (capped at 4)", fontsize=10)
         fig.colorbar(im)
         fig.tight_layout()
         fig.savefig(os.path.join(IMG, "h100_heatmap_shared_2p24.png"), dpi=110)
