@@ -418,8 +418,13 @@ class bench {
     };
     if (!runs(probe, {strategy, initial}) && s_.configs == "default") return;
     const double block_rows = double(probe->block_rows());
-    const auto configs = configs_for(s_, probe->max_work_group_size(strategy), initial);
+    // Feasibility depends on the device and the groups planned, not on the run: ask the probe
+    // once per configuration, then free it before measuring.
+    std::vector<launch_config> configs;
     const std::uint32_t max_wg = probe->max_work_group_size(strategy);
+    for (const auto& config : configs_for(s_, max_wg, initial)) {
+      if (config.work_group_size <= max_wg && runs(probe, {strategy, config})) configs.push_back(config);
+    }
     probe.reset();
     const std::size_t rows = data_.rows;
     // Warm-up (JIT build, first allocations) once per strategy and group count.
@@ -430,9 +435,6 @@ class bench {
     std::size_t done = 0;
     for (const auto& config : configs) {
       const execution_params params{strategy, config};
-      auto check = driver_for(q, direct);
-      if (config.work_group_size > max_wg || !runs(check, params)) continue;
-      check.reset();
       std::vector<double> rates;
       for (unsigned rep = 1; rep <= s_.reps; ++rep) {
         const auto m = measure(q, direct, name, params, fill, false);

@@ -63,31 +63,33 @@ inline void wait_for(const cl::Event& event, const char* what) {
   if (status < 0) check(status, what);
 }
 
-/// The number of groups estimated from a sample of keys (the GEE estimator of Charikar et
-/// al.: sqrt(N/n) * f1 + sum_{j>=2} f_j), bounded by [distinct in sample, rows].
-template <class Bits>
-std::uint64_t estimate_groups(const std::vector<Bits>& sample, std::uint64_t rows) {
-  if (sample.empty()) return 1;
-  std::unordered_map<Bits, std::uint32_t> frequency;
-  frequency.reserve(sample.size() * 2);
-  for (const auto key : sample) ++frequency[key];
-  const double distinct = double(frequency.size());
-  if (sample.size() >= rows) return frequency.size();
-  double singletons = 0;
-  for (const auto& entry : frequency) singletons += entry.second == 1 ? 1 : 0;
-  const double estimate = std::sqrt(double(rows) / double(sample.size())) * singletons + (distinct - singletons);
-  return static_cast<std::uint64_t>(std::clamp(estimate, distinct, double(rows)));
-}
+/// What a sample of keys says: the number of groups (the GEE estimator of Charikar et al.:
+/// sqrt(N/n) * f1 + sum_{j>=2} f_j, bounded by [distinct in sample, rows]) and the share of the
+/// sample its most frequent key holds. One frequency count serves both.
+struct sample_profile {
+  std::uint64_t estimated_groups = 1;
+  double hottest_key_share = 0;
+};
 
-/// The share of the sample held by its most frequent key (0 for an empty sample).
 template <class Bits>
-double hottest_key_share(const std::vector<Bits>& sample) {
-  if (sample.empty()) return 0;
+sample_profile profile_sample(const std::vector<Bits>& sample, std::uint64_t rows) {
+  if (sample.empty()) return {};
   std::unordered_map<Bits, std::uint32_t> frequency;
   frequency.reserve(sample.size() * 2);
   std::uint32_t top = 0;
   for (const auto key : sample) top = std::max(top, ++frequency[key]);
-  return double(top) / double(sample.size());
+  sample_profile profile;
+  profile.hottest_key_share = double(top) / double(sample.size());
+  const double distinct = double(frequency.size());
+  if (sample.size() >= rows) {
+    profile.estimated_groups = frequency.size();
+    return profile;
+  }
+  double singletons = 0;
+  for (const auto& entry : frequency) singletons += entry.second == 1 ? 1 : 0;
+  const double estimate = std::sqrt(double(rows) / double(sample.size())) * singletons + (distinct - singletons);
+  profile.estimated_groups = static_cast<std::uint64_t>(std::clamp(estimate, distinct, double(rows)));
+  return profile;
 }
 
 // Indices into the meta words (kernels.inc: META_*).
@@ -403,15 +405,17 @@ class aggregation_driver {
 
   void setup() {
     // A sample of the keys (16 Ki, strided) estimates the groups when no hint is given, and
-    // measures skew for the default strategy either way.
-    const auto sample = sample_keys();
-    hot_key_share_ = detail::hottest_key_share(sample);
+    // measures skew for the default strategy; it is skipped when neither is needed.
+    const bool estimate = !identity_scheme && !opts_.expected_groups;
+    detail::sample_profile profile;
+    if (estimate || !opts_.strategy) profile = detail::profile_sample(sample_keys(), rows_);
+    hot_key_share_ = profile.hottest_key_share;
     if constexpr (identity_scheme) {
       expected_groups_ = opts_.domain->size;
     } else if (opts_.expected_groups) {
       expected_groups_ = std::max<std::uint64_t>(*opts_.expected_groups, 1);
     } else {
-      expected_groups_ = detail::estimate_groups(sample, rows_);
+      expected_groups_ = profile.estimated_groups;
       stats_.expected_groups_estimated = true;
     }
     stats_.expected_groups = expected_groups_;
@@ -704,11 +708,9 @@ class aggregation_driver {
       set_arg(kernel, arg, cl_uint(identity_scheme ? 0 : detail::log2_exact(buckets)));
       set_arg(kernel, arg, cl_uint(buckets));
     }
+    // The work-group size was checked against this kernel's cached limit by require_runnable()
+    // (or comes from initial_config(), clamped to it): no per-block driver query.
     const std::size_t local = config.work_group_size;
-    if (local > kernel_work_group_limit(kernel)) {
-      throw invalid_argument_error("work group size " + std::to_string(local) + " exceeds this kernel's limit of " +
-                                   std::to_string(kernel_work_group_limit(kernel)) + " on " + ctx_.info().name);
-    }
     const auto global = static_cast<std::size_t>(total_threads(config));
     launch(kernel, global, local, "AGGREGATE", &pending.kernel, ready.empty() ? nullptr : &ready);
     detail::check(ctx_.compute_queue().enqueueReadBuffer(meta_, CL_FALSE, 0, detail::meta_words * sizeof(cl_ulong),

@@ -142,9 +142,9 @@ std::optional<tuning_report> run_query(Driver& driver, const options& opts) {
     tuner<Params> t{search_space{.max_work_group_size = driver.max_work_group_size()}};
     std::vector<execution_params> initial;
     for (const auto strategy : all_strategies) initial.push_back({strategy, driver.initial_config(strategy)});
-    auto report = t.run(driver, initial, tuning_key_for(driver));
-    if (driver.blocks_left() > 0) driver.run_remaining(report.winner);
-    return report;
+    // tuner::run leaves no block behind: it hands the rest to run_remaining(winner), returns
+    // unconverged only when the input ran out, and throws when nothing is feasible.
+    return t.run(driver, initial, tuning_key_for(driver));
   }
   driver.run_remaining();
   return std::nullopt;
