@@ -245,20 +245,7 @@ TEST_CASE("float and double values: NaN above every number, sums in double") {
       REQUIRE(r.size() == 4);
       CHECK(r.keys == std::decay_t<decltype(r.keys)>{1, 2, 3, 4});
       CHECK(r.template column<0>() == std::vector<std::uint64_t>{3 * copies, 2 * copies, 2 * copies, 2 * copies});
-      const auto& s = r.template column<1>();
-      const auto& lo = r.template column<2>();
-      const auto& hi = r.template column<3>();
-      CHECK(std::isnan(s[0]));   // NaN makes a sum NaN
-      CHECK(lo[0] == -3.0);      // min skips NaN (NaN is the largest value)
-      CHECK(std::isnan(hi[0]));  // max of a group with NaN is NaN
-      CHECK(std::isnan(lo[1]));  // all NaN: min is NaN
-      CHECK(std::isnan(hi[1]));
-      CHECK(std::isnan(s[2]));  // inf + -inf
-      CHECK(lo[2] == -inf);
-      CHECK(hi[2] == inf);
-      CHECK(s[3] == inf);
-      CHECK(lo[3] == 1.0);
-      CHECK(hi[3] == inf);
+      check_nan_inf_semantics(r.template column<1>(), r.template column<2>(), r.template column<3>());
     };
     check_groups(bl::sort_reduce_by_key(ctx(), keys, vals));
     check_groups(bl::sort_reduce_by_key(ctx(), keys_u, vals_f));

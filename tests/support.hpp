@@ -187,6 +187,26 @@ bool close_value(T a, T b, double relative) {
   }
 }
 
+/// The documented NaN and infinity semantics (aggregate.hpp) on the four-group fixture the
+/// driver and baseline tests share, groups sorted by key: 1 holds numbers and a NaN, 2 only
+/// NaN, 3 +inf and -inf, 4 +inf and numbers (its smallest number 1.0; group 1's -3.0).
+template <class Sums, class Minima, class Maxima>
+void check_nan_inf_semantics(const Sums& s, const Minima& lo, const Maxima& hi) {
+  const double inf = std::numeric_limits<double>::infinity();
+  CHECK(std::isnan(s[0]));   // NaN makes a sum NaN
+  CHECK(lo[0] == -3.0);      // min skips NaN (NaN is the largest value)
+  CHECK(std::isnan(hi[0]));  // max of a group with NaN is NaN
+  CHECK(std::isnan(s[1]));
+  CHECK(std::isnan(lo[1]));  // all NaN: min is NaN
+  CHECK(std::isnan(hi[1]));
+  CHECK(std::isnan(s[2]));  // inf + -inf
+  CHECK(lo[2] == -inf);
+  CHECK(hi[2] == inf);
+  CHECK(s[3] == inf);
+  CHECK(lo[3] == 1.0);
+  CHECK(hi[3] == inf);
+}
+
 /// Checks every element of a device result against the reference (both sorted by key here).
 /// `relative` > 0 allows that much relative error in floating-point outputs.
 template <class Key, class... Outputs>
