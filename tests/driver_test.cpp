@@ -291,3 +291,90 @@ TEST_CASE("a heavy hitter beyond local memory gets WORKGROUPLOCAL with a partial
   check_equal(u, reference(uniform));
   CHECK(u.stats.strategy() == strategy_kind::shared);
 }
+
+TEST_CASE("WORKGROUPLOCAL's replicated local tables: exact for every copy count, hot keys and the empty marker") {
+  std::mt19937_64 rng(fresh_seed());
+  for (const std::uint32_t copies : {1u, 2u, 8u, 32u}) {
+    for (const std::size_t groups : {std::size_t{1}, std::size_t{6}, std::size_t{300}}) {
+      for (const distribution d : {distribution::uniform, distribution::heavy_hitter, distribution::sorted_runs}) {
+        CAPTURE(copies);
+        CAPTURE(groups);
+        const std::string distribution_name = name(d);
+        CAPTURE(distribution_name);
+        // The dictionary starts with the extremes: at 6 groups every one of them, the empty
+        // marker's key included.
+        const auto in = make_input(20'011, groups, d, rng);
+        options opts;
+        opts.expected_groups = groups;
+        opts.strategy = strategy_kind::workgroup_local;
+        opts.config = launch_config{2, 64};
+        opts.local_table_copies = copies;
+        opts.block_bytes = 4096 * sizeof(std::uint64_t);
+        auto driver = make_driver(std::span<const std::uint64_t>(in.keys), std::span<const std::int64_t>(in.vals),
+                                  sum_count_min, opts);
+        // As many as asked for while they fit in local memory (300 groups: not 32 copies).
+        const auto used = driver->local_table_copies(launch_config{2, 64});
+        CHECK(used <= copies);
+        if (groups <= 6) CHECK(used == copies);
+        driver->run_remaining(execution_params{strategy_kind::workgroup_local, launch_config{2, 64}});
+        check_equal(driver->finalize_to_host<std::int64_t, std::uint64_t, std::int64_t>(), reference(in));
+      }
+    }
+  }
+  // A partial local table (more groups than it holds) replicated: the copies' overflow and the
+  // fold's overflow both reach the global table.
+  const auto skewed = make_input(60'000, 20'000, distribution::heavy_hitter, rng);
+  options opts;
+  opts.expected_groups = 20'000;
+  opts.strategy = strategy_kind::workgroup_local;
+  opts.local_table_copies = 4;
+  const auto r = group_by(skewed.keys, skewed.vals, sum_count_min, opts);
+  check_equal(r, reference(skewed));
+  // The automatic choice replicates small tables only.
+  options automatic;
+  automatic.expected_groups = 4;
+  auto small = make_driver(std::span<const std::uint64_t>(skewed.keys), std::span<const std::int64_t>(skewed.vals),
+                           sum_count_min, automatic);
+  CHECK(small->local_table_copies(launch_config{1, 256}) > 1);
+  CHECK(small->local_table_copies(launch_config{1, 1}) == 1);
+}
+
+TEST_CASE("local_table_copies must be a power of two") {
+  const std::vector<std::uint64_t> keys{1, 2, 3};
+  const std::vector<std::int64_t> vals{1, 2, 3};
+  options opts;
+  opts.local_table_copies = 3;
+  CHECK_THROWS_AS(group_by(keys, vals, sum_count_min, opts), invalid_argument_error);
+}
+
+TEST_CASE("host input: pinned_array is copied without staging, large pageable blocks with several threads") {
+  std::mt19937_64 rng(fresh_seed());
+  const auto in = make_input(600'000, 5'000, distribution::uniform, rng);
+  options opts;
+  opts.expected_groups = 5'000;
+  opts.block_bytes = std::size_t{4} << 20;  // 4 MiB blocks: the staging copy uses several threads
+  SUBCASE("pageable std::vector") { check_equal(group_by(in.keys, in.vals, sum_count_min, opts), reference(in)); }
+  SUBCASE("pinned_array") {
+    pinned_array<std::uint64_t> keys(ctx(), in.keys.size());
+    pinned_array<std::int64_t> vals(ctx(), in.vals.size());
+    std::copy(in.keys.begin(), in.keys.end(), keys.begin());
+    std::copy(in.vals.begin(), in.vals.end(), vals.begin());
+    CHECK(ctx().is_pinned(keys.data(), keys.size() * sizeof(std::uint64_t)));
+    CHECK_FALSE(ctx().is_pinned(in.keys.data(), 8));
+    check_equal(group_by(keys, vals, sum_count_min, opts), reference(in));
+    // A pinned column next to a pageable one, and a span into the middle of a pinned array.
+    const std::span<const std::uint64_t> tail(keys.data() + 1000, keys.size() - 1000);
+    const std::span<const std::int64_t> tail_vals(in.vals.data() + 1000, in.vals.size() - 1000);
+    const input rest{{in.keys.begin() + 1000, in.keys.end()}, {in.vals.begin() + 1000, in.vals.end()}};
+    check_equal(group_by(tail, tail_vals, sum_count_min, opts), reference(rest));
+  }
+  SUBCASE("the parallel copy itself, at every split") {
+    std::vector<unsigned char> from(5'000'003);
+    for (auto& byte : from) byte = static_cast<unsigned char>(rng());
+    for (const unsigned threads : {1u, 2u, 3u, 8u}) {
+      std::vector<unsigned char> to(from.size(), 0);
+      detail::parallel_copy(to.data(), from.data(), from.size(), threads, 4096);
+      CHECK(to == from);
+    }
+  }
+}

@@ -29,6 +29,7 @@
 #include "options.hpp"
 #include "result.hpp"
 #include "runtime/context.hpp"
+#include "runtime/host_copy.hpp"
 #include "source.hpp"
 
 namespace gpuagg {
@@ -127,6 +128,7 @@ class aggregation_driver {
     stats_.rows = rows_;
     builds_before_ = ctx_.programs_built();
     if (rows_ > 0) setup();
+    stats_.setup_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
   }
 
   aggregation_driver(const aggregation_driver&) = delete;
@@ -139,7 +141,9 @@ class aggregation_driver {
     }
     for (auto& [handle, held] : held_) ctx_.recycle(held.first, held.second);
     for (auto& slot : staging_) {
-      for (std::size_t c = 0; c < slot.pinned.size(); ++c) ctx_.recycle_pinned(slot.pinned_class[c], slot.pinned[c]);
+      for (std::size_t c = 0; c < slot.pinned.size(); ++c) {
+        if (slot.pinned[c].buffer()) ctx_.recycle_pinned(slot.pinned_class[c], slot.pinned[c]);
+      }
     }
   }
 
@@ -390,6 +394,9 @@ class aggregation_driver {
       throw invalid_argument_error("max_load_factor must lie in (0, 0.9]");
     }
     if (opts_.block_bytes == 0) throw invalid_argument_error("block_bytes must be positive");
+    if ((opts_.local_table_copies & (opts_.local_table_copies - 1)) != 0) {
+      throw invalid_argument_error("local_table_copies must be 0 (automatic) or a power of two");
+    }
     if constexpr (identity_scheme) {
       if (!opts_.domain || !opts_.domain->valid) {
         throw invalid_argument_error("direct_addressing needs options::domain = {min, max} with min <= max");
@@ -484,6 +491,25 @@ class aggregation_driver {
   }
 
   std::uint64_t local_capacity() const { return std::min(small_table_buckets(), max_local_buckets()); }
+
+ public:
+  /// Copies of WORKGROUPLOCAL's local table per work group (kernels.inc): options'
+  /// `local_table_copies` if given, else as many as fit in a quarter of local memory, at most 32
+  /// (a SIMD group's width on most GPUs); a power of two, at most the work-group size.
+  std::uint32_t local_table_copies(const launch_config& config) const {
+    const std::uint64_t copy_bytes = (local_capacity() + 1) * Bound::bucket_bytes;
+    const std::uint64_t budget = opts_.local_table_copies ? opts_.local_table_copies * copy_bytes
+                                                          : ctx_.info().local_mem_bytes / 4;
+    std::uint32_t copies = 1;
+    const std::uint32_t limit = std::min<std::uint32_t>(opts_.local_table_copies ? 1024 : 32, config.work_group_size);
+    while (copies * 2 <= limit && (copies * 2) * copy_bytes <= budget &&
+           (copies * 2) * copy_bytes + 64 <= ctx_.info().local_mem_bytes) {
+      copies *= 2;
+    }
+    return copies;
+  }
+
+ private:
   std::uint64_t private_capacity(const launch_config& config) const {
     return std::min(small_table_buckets(), max_private_buckets(config));
   }
@@ -580,12 +606,20 @@ class aggregation_driver {
 
   std::uint64_t table_bytes(const table_buffers& t) const { return (t.capacity + 1) * Bound::bucket_bytes; }
 
+  /// Per block in flight: a device buffer per column, and a pinned staging buffer per column
+  /// unless the column itself lies in pinned memory of this context (pinned_array), which the
+  /// copy then reads directly.
   void make_staging() {
+    for (const auto& column : columns_) {
+      pinned_input_.push_back(ctx_.is_pinned(column.host, std::uint64_t(rows_) * column.element_size));
+    }
     staging_.resize(window_);
     for (auto& slot : staging_) {
-      for (const auto& column : columns_) {
-        const std::uint64_t bytes = std::uint64_t(block_rows_) * column.element_size;
-        auto [pinned, size_class] = ctx_.pooled_pinned(bytes, "a pinned staging buffer");
+      for (std::size_t c = 0; c < columns_.size(); ++c) {
+        const std::uint64_t bytes = std::uint64_t(block_rows_) * columns_[c].element_size;
+        detail::buffer_pool::pinned_buffer pinned;
+        std::uint64_t size_class = 0;
+        if (!pinned_input_[c]) std::tie(pinned, size_class) = ctx_.pooled_pinned(bytes, "a pinned staging buffer");
         slot.pinned.push_back(pinned);
         slot.pinned_class.push_back(size_class);
         slot.mapped.push_back(pinned.mapped);
@@ -605,14 +639,22 @@ class aggregation_driver {
       for (std::size_t i = 0; i < n; ++i) sample[i] = key_policy::to_bits(keys[i * stride]);
       return sample;
     }
-    // A strided gather in one command: rows of one element, `stride` elements apart.
-    const std::array<cl::size_type, 3> buffer_origin{key.offset * key.element_size, 0, 0};
-    const std::array<cl::size_type, 3> host_origin{0, 0, 0};
-    const std::array<cl::size_type, 3> region{key.element_size, n, 1};
-    detail::check(ctx_.compute_queue().enqueueReadBufferRect(key.device, CL_TRUE, buffer_origin, host_origin, region,
-                                                             stride * key.element_size, 0, key.element_size, 0,
-                                                             sample.data()),
-                  "sampling the key column");
+    // A gather kernel, then one read: a strided rectangle read of single elements is slow on
+    // some drivers (one small copy per element).
+    cl::Kernel gather = ctx_.kernel(ctx_.program(sample_program_source<key_policy>.view()), "gpuagg_sample");
+    cl::Buffer out = allocate(n * sizeof(bits_type), "the key sample");
+    cl_uint arg = 0;
+    set_arg(gather, arg, key.device);
+    set_arg(gather, arg, cl_ulong(key.offset));
+    set_arg(gather, arg, cl_ulong(stride));
+    set_arg(gather, arg, cl_uint(n));
+    set_arg(gather, arg, out);
+    const std::size_t local = std::min<std::size_t>(256, kernel_work_group_limit(gather));
+    launch(gather, cover(n, local), local, "sampling the key column", nullptr);
+    detail::check(ctx_.compute_queue().enqueueReadBuffer(out, CL_TRUE, 0, n * sizeof(bits_type), sample.data()),
+                  "reading the key sample");
+    release(n * sizeof(bits_type));
+    recycle(out);
     return sample;
   }
 
@@ -669,10 +711,14 @@ class aggregation_driver {
       for (std::size_t c = 0; c < columns_.size(); ++c) {
         const auto& column = columns_[c];
         const std::size_t bytes = count * column.element_size;
-        std::memcpy(slot.mapped[c], static_cast<const char*>(column.host) + first * column.element_size, bytes);
+        const char* source = static_cast<const char*>(column.host) + first * column.element_size;
+        if (!pinned_input_[c]) {
+          detail::parallel_copy(slot.mapped[c], source, bytes);
+          source = static_cast<const char*>(slot.mapped[c]);
+        }
         cl::Event copied;
-        detail::check(ctx_.transfer_queue().enqueueWriteBuffer(slot.device[c], CL_FALSE, 0, bytes, slot.mapped[c],
-                                                               nullptr, &copied),
+        detail::check(ctx_.transfer_queue().enqueueWriteBuffer(slot.device[c], CL_FALSE, 0, bytes, source, nullptr,
+                                                               &copied),
                       "copying an input block to the device");
         ready.push_back(copied);
         inputs.push_back(slot.device[c]);
@@ -697,10 +743,14 @@ class aggregation_driver {
     const auto& config = params.config;
     if (params.strategy == strategy_kind::workgroup_local) {
       const auto buckets = local_capacity();
-      set_arg(kernel, arg, cl::Local((buckets + 1) * sizeof(bits_type)));
-      for (std::size_t j = 0; j < aggregate_count; ++j) set_arg(kernel, arg, cl::Local((buckets + 1) * acc_size(j)));
+      const auto copies = local_table_copies(config);
+      set_arg(kernel, arg, cl::Local((buckets + 1) * copies * sizeof(bits_type)));
+      for (std::size_t j = 0; j < aggregate_count; ++j) {
+        set_arg(kernel, arg, cl::Local((buckets + 1) * copies * acc_size(j)));
+      }
       set_arg(kernel, arg, cl_uint(identity_scheme ? 0 : detail::log2_exact(buckets)));
       set_arg(kernel, arg, cl_uint(buckets));
+      set_arg(kernel, arg, cl_uint(copies));
     } else if (params.strategy == strategy_kind::independent) {
       const auto buckets = private_capacity(config);
       ensure_private_tables(total_threads(config) * (buckets + 1));
@@ -844,6 +894,7 @@ class aggregation_driver {
   table_buffers spill_;
   table_buffers private_;
   std::vector<staging_slot> staging_;
+  std::vector<bool> pinned_input_;  // per column: the caller's memory is pinned (no staging)
   std::map<cl_mem, std::pair<std::uint64_t, cl::Buffer>> held_;  // pooled buffers, by handle
   query_stats stats_;
 };

@@ -31,6 +31,7 @@
 #include "query.hpp"
 #include "result.hpp"
 #include "runtime/context.hpp"
+#include "runtime/pinned.hpp"
 #include "source.hpp"
 #include "strategy.hpp"
 #include "tuner.hpp"

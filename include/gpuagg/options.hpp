@@ -51,6 +51,9 @@ struct options {
   /// at least `min_blocks_to_tune` blocks; else the section 3.7 default.
   bool autotune = true;
   std::size_t min_blocks_to_tune = 8;
+  /// Copies of WORKGROUPLOCAL's local table per work group (a power of two; 0: as many as fit in
+  /// a quarter of local memory, at most 32). More copies spread the atomics of a few hot groups.
+  std::uint32_t local_table_copies = 0;
   /// Required by direct_addressing: the key domain.
   std::optional<key_domain> domain;
   /// The context (device) to run on; default: gpuagg::default_context().

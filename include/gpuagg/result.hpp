@@ -36,6 +36,7 @@ struct query_stats {
   double initialize_seconds = 0;
   double merge_seconds = 0;             ///< growth: rehash and spill merges
   double finalize_seconds = 0;
+  double setup_seconds = 0;             ///< host time of the set-up: sample, programs, table
   double wall_seconds = 0;              ///< host time from start to result
   std::size_t programs_built = 0;       ///< JIT builds this query caused (0 when cached)
   std::uint64_t peak_device_bytes = 0;  ///< largest device memory held at once by the query

@@ -19,6 +19,11 @@ inline constexpr auto program_source =
     detail::concat(detail::kernels::header, Bound::key::cl_source, Bound::scheme::cl_source, Bound::cl_source,
                    detail::kernels::library, detail::kernels::table_kernels, Strategy::cl_source);
 
+/// The key-sampling program of key policy `Key` (kernels.inc: gpuagg_sample).
+template <class Key>
+inline constexpr auto sample_program_source = detail::concat(detail::kernels::header, Key::cl_source,
+                                                             detail::kernels::sample_kernel);
+
 /// program_source for a strategy chosen at run time.
 template <class Bound>
 constexpr std::string_view program_source_for(strategy_kind kind) {

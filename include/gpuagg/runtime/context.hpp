@@ -151,8 +151,15 @@ class context {
   cl::CommandQueue& transfer_queue() noexcept { return transfer_queue_; }
 
   /// The program built from `source` with `options`, built once per context.
-  cl::Program program(std::string_view source, const std::string& options = {}) {
+  /// GPUAGG_BUILD_OPTIONS is appended to every build's options (e.g. "-cl-nv-verbose" or
+  /// "-cl-nv-maxrregcount=64" on NVIDIA); GPUAGG_SHOW_BUILD_LOG=1 prints each build's log.
+  cl::Program program(std::string_view source, const std::string& requested_options = {}) {
     const std::lock_guard lock(mutex_);
+    std::string options = requested_options;
+    if (const char* extra = std::getenv("GPUAGG_BUILD_OPTIONS"); extra != nullptr && *extra != '\0') {
+      options += options.empty() ? "" : " ";
+      options += extra;
+    }
     std::string key = options;
     key += '\n';
     key += source;
@@ -174,6 +181,12 @@ class context {
       throw build_error("OpenCL program failed to build on " + info_.name + " (" + detail::opencl_error_name(built) +
                             ")" + (line.empty() ? std::string() : "\n  at " + line) + "\nbuild log:\n" + log,
                         log, line);
+    }
+    if (detail::env_flag("GPUAGG_SHOW_BUILD_LOG")) {
+      std::string log;
+      program.getBuildInfo(device_, CL_PROGRAM_BUILD_LOG, &log);
+      std::cerr << "// gpuagg: build log (" << source.size() << " bytes of source, options \"" << options << "\"):\n"
+                << log << '\n';
     }
     ++builds_;
     programs_.emplace(std::move(key), program);
@@ -220,6 +233,25 @@ class context {
   }
   void recycle_pinned(std::uint64_t size_class, detail::buffer_pool::pinned_buffer buffer) {
     pool_.give_pinned(size_class, std::move(buffer), transfer_queue_);
+  }
+
+  /// Whether [data, data + bytes) lies inside pinned host memory this context allocated
+  /// (pinned_array): the driver then copies from it directly, without staging.
+  bool is_pinned(const void* data, std::uint64_t bytes) const {
+    const std::lock_guard lock(mutex_);
+    const auto* begin = static_cast<const char*>(data);
+    auto found = pinned_ranges_.upper_bound(begin);
+    if (found == pinned_ranges_.begin()) return false;
+    --found;
+    return begin >= found->first && begin + bytes <= found->first + found->second;
+  }
+  void register_pinned(const void* data, std::uint64_t bytes) {
+    const std::lock_guard lock(mutex_);
+    pinned_ranges_[static_cast<const char*>(data)] = bytes;
+  }
+  void unregister_pinned(const void* data) {
+    const std::lock_guard lock(mutex_);
+    pinned_ranges_.erase(static_cast<const char*>(data));
   }
 
   /// Bytes of unused working buffers the pool keeps for later queries.
@@ -275,6 +307,7 @@ class context {
   std::map<std::string, cl::Program, std::less<>> programs_;
   std::size_t builds_ = 0;
   detail::buffer_pool pool_;
+  std::map<const char*, std::uint64_t> pinned_ranges_;  // pinned_array allocations: start -> bytes
 };
 
 /// The process-wide default context, created on first use (thread-safe static).
