@@ -47,7 +47,8 @@ struct settings {
   std::string input = "device";  // device | pinned | pageable
   std::string key_type = "uint32";
   std::string value_type = "uint32";
-  double block_mib = 16;
+  double block_mib = 0;  // 0: the library's default (16 MiB host input, 64 MiB device input)
+  unsigned copy_threads = 0;
   std::uint32_t local_copies = 0;
   unsigned reps = 3;
   unsigned query_reps = 5;
@@ -348,7 +349,8 @@ class bench {
     options opts;
     opts.ctx = &ctx_;
     opts.expected_groups = data_.max_key + std::uint64_t{1};
-    opts.block_bytes = static_cast<std::size_t>(s_.block_mib * 1024 * 1024);
+    if (s_.block_mib > 0) opts.block_bytes = static_cast<std::size_t>(s_.block_mib * 1024 * 1024);
+    opts.copy_threads = s_.copy_threads;
     opts.autotune = false;
     opts.blocks_in_flight = s_.in_flight;
     opts.local_table_copies = s_.local_copies;
@@ -742,7 +744,8 @@ int main(int argc, char** argv) {
   app.add_option("--input", s.input, "device | pinned | pageable");
   app.add_option("--key-type", s.key_type, "uint32 | int32 | uint64 | int64");
   app.add_option("--value-type", s.value_type, "uint32 | int32 | int64 | uint64 | float | double");
-  app.add_option("--block-mib", s.block_mib, "block size per column in MiB");
+  app.add_option("--block-mib", s.block_mib, "block size per column in MiB (0: the library's default)");
+  app.add_option("--copy-threads", s.copy_threads, "threads of the staging copy (options::copy_threads; 0: automatic)");
   app.add_option("--local-copies", s.local_copies,
                  "copies of WORKGROUPLOCAL's local table (options::local_table_copies; 0: automatic)");
   app.add_option("--reps", s.reps, "measured repetitions per configuration (after one warm-up)");

@@ -25,6 +25,56 @@ if [[ $stage == 3 ]]; then
   grep -E "^[0-9]+,(pyarrow|pandas)" $log > $OUT/peers_cpu_c.csv || true
   exit
 fi
+if [[ $stage == 5 ]]; then
+  # Speed work, second round: registers of each AGGREGATE kernel; WORKGROUPLOCAL's replicated
+  # local tables (automatic copies against 1) at three block sizes; host input from pinned
+  # arrays and pageable vectors; the PyTorch peers of the same shape.
+  tmp=$(mktemp -d); log=$OUT/stage5.log; deadline=$((SECONDS + ${2:-420}))
+  step() { local limit=$1 name=$2; shift 2; local left=$((deadline - SECONDS)); ((left < limit)) && limit=$left
+    ((limit <= 5)) && { echo "$name skipped" | tee -a $log; return; }
+    timeout $limit "$@" >> $log 2>&1; echo "$name rc=$? after ${SECONDS}s" | tee -a $log; }
+  GPUAGG_BUILD_OPTIONS=-cl-nv-verbose GPUAGG_SHOW_BUILD_LOG=1 timeout 60 $bench --rows-log2 20 --groups-log2 4 \
+    --strategies workgroup_local,shared,independent --configs default --reps 1 --query-reps 1 > $tmp/regs.txt 2>&1
+  grep -iE "ptxas|registers|spill|bytes stack|build log" $tmp/regs.txt > $OUT/registers.log
+  step 60 peers python3 .device/peers.py --rows-log2 27 --reps 3 --groups-log2 0,4,10,16,20,24
+  grep -E "^(groups|[0-9]+,torch)" $log | awk '!seen[$0]++' > $OUT/peers_gpu_5.csv
+  for mib in 16 64 256; do for copies in 0 1; do
+    step 60 wgl_${mib}_${copies} $bench --rows-log2 27 --groups-log2 0,4,10 --strategies workgroup_local,direct \
+      --configs 1x256,2x256,4x256,8x256 --probe-blocks 4 --reps 1 --query-reps 3 --in-flight 4 --block-mib $mib \
+      --local-copies $copies --csv $tmp/wgl_${mib}_${copies}.csv
+  done; done
+  awk 'FNR > 1 || NR == 1' $tmp/wgl_*.csv > $OUT/wgl_copies_blocks.csv
+  for input in pinned pageable; do
+    step 60 host_$input $bench --rows-log2 27 --groups-log2 4,16 --strategies default --configs default --reps 1 \
+      --query-reps 3 --in-flight 4 --input $input --csv $tmp/host_$input.csv
+  done
+  awk 'FNR > 1 || NR == 1' $tmp/host_*.csv > $OUT/host_input_5.csv
+  exit
+fi
+if [[ $stage == 6 ]]; then
+  # Speed work, third round: four rows in flight per work item (GPUAGG_FOR_ROWS) at 64 and
+  # 256 MiB blocks; SHARED at high cardinality; the staging copy's threads for pageable input.
+  tmp=$(mktemp -d); log=$OUT/stage6.log; deadline=$((SECONDS + ${2:-300}))
+  step() { local limit=$1 name=$2; shift 2; local left=$((deadline - SECONDS)); ((left < limit)) && limit=$left
+    ((limit <= 5)) && { echo "$name skipped" | tee -a $log; return; }
+    timeout $limit "$@" >> $log 2>&1; echo "$name rc=$? after ${SECONDS}s" | tee -a $log; }
+  GPUAGG_BUILD_OPTIONS=-cl-nv-verbose GPUAGG_SHOW_BUILD_LOG=1 timeout 60 $bench --rows-log2 20 --groups-log2 4 \
+    --strategies workgroup_local,shared --configs default --reps 1 --query-reps 1 > $tmp/regs.txt 2>&1
+  grep -iE "ptxas|registers|spill|bytes stack|build log" $tmp/regs.txt > $OUT/registers_6.log
+  for mib in 64 256; do
+    step 50 low_$mib $bench --rows-log2 27 --groups-log2 0,4,10 --strategies workgroup_local,direct \
+      --configs 4x256,8x256,16x256 --probe-blocks 4 --reps 1 --query-reps 3 --block-mib $mib --csv $tmp/low_$mib.csv
+  done
+  step 90 high $bench --rows-log2 27 --groups-log2 12,16,20,24 --strategies shared,direct \
+    --configs 1x1024,2x1024,4x512,8x256,16x256 --probe-blocks 4 --reps 1 --query-reps 3 --csv $tmp/high.csv
+  awk 'FNR > 1 || NR == 1' $tmp/low_*.csv $tmp/high.csv > $OUT/unrolled.csv
+  for threads in 8 16; do
+    step 40 pageable_$threads $bench --rows-log2 27 --groups-log2 4 --strategies default --configs default --reps 1 \
+      --query-reps 3 --in-flight 4 --input pageable --copy-threads $threads --csv $tmp/pageable_$threads.csv
+  done
+  awk 'FNR > 1 || NR == 1' $tmp/pageable_*.csv > $OUT/pageable_threads.csv
+  exit
+fi
 if [[ $stage == 4 ]]; then
   # Gaps of stages 2 and 3 (cut by time limits), and value types other than uint32.
   tmp=$(mktemp -d); log=$OUT/stage4.log; deadline=$((SECONDS + ${2:-420}))

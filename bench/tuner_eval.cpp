@@ -1,21 +1,34 @@
 // tuner_eval: replays recorded thread-configuration search spaces through the tuner, the way
 // Rosenfeld et al. 2019 evaluate Algorithm 1 (section 4.2: "we inject the execution runtimes
 // measured in Section 3 into our algorithm"), and reports the paper's four metrics for the
-// strict-gradient scenario (s = 0) and the plateau scenario (s = 0.06, p = 1.07).
+// paper's two scenarios (Table 1: s = 0, and s = 0.06 with p = 1.07, both Algorithm 1 exactly)
+// and for the default tuner (the refined search, docs/autotuning.md).
 //
 // Input: a CSV with (at least) the columns
 //   strategy,groups_log2,work_groups_per_cu,work_group_size,block,aggregate_ns
 // one row per measured block; columns are found by header name, others are ignored. Each
-// (strategy, groups_log2) is one case, a search space of the configurations recorded for it.
+// (strategy, groups_log2) is one case, a search space of the configurations recorded for it
+// (the issue's "per (strategy, cardinality)"; section 4.1: "Given a group cardinality and a
+// parallelization strategy, our algorithm explores the thread configuration search space").
 //
 // Metrics per case (docs/autotuning.md has the details):
 //   quality   recorded mean time of the found configuration / that of the best one
 //   cost      sum over tuning blocks of t_block / t_optimum, minus the number of tuning blocks
 //   overhead  the tuner's own host time / the block time it spent tuning
 //   effort    block time spent until convergence / block time of a full evaluation, i.e. of
-//             ProcessBlocksWith (same rule, same recorded blocks) on every configuration
+//             the paper's ProcessBlocksWith (Table 1's v_max, b_max, 3-block window) on every
+//             configuration of the case, on the same recorded blocks; the same reference for
+//             every tuner variant
 //
-// The last line is the summary of the s = 0.06 run:
+// Replay feeds each configuration's recorded blocks in order. Past the last recorded block it
+// cycles over the later half of them: the start-up outliers of a measurement (section 3.6) are
+// not repeated mid-measurement. --wrap-to-start restores the earlier rule (cycle from block 0).
+//
+// Besides the per-case table it reports each scenario on two halves of the recorded group
+// counts (alternating, for a held-out check), all strategies at once per group count (section
+// 4.1, the live setting), a warm cache, and a lower bound on effort for any local search.
+//
+// The last line is the summary of the default tuner (tuner_params{}):
 //   tuner-eval: cases=N within_1pct=F worst=F median_effort=F
 
 #include <gpuagg/tuner.hpp>
@@ -26,6 +39,8 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <deque>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <iostream>
@@ -33,11 +48,14 @@
 #include <map>
 #include <optional>
 #include <random>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include <unistd.h>
 
 namespace {
 
@@ -48,11 +66,30 @@ using gpuagg::tuner_params;
 // -------------------------------------------------------------------------------------------------
 // Recorded search spaces
 
-/// One case: every recorded block time (seconds, in block order) of every configuration.
+/// One case: every recorded block time (seconds, in block order) of every configuration. With
+/// `all_strategies`, the configurations of every strategy at one group count (section 4.1).
 struct recorded_space {
   strategy_kind strategy = strategy_kind::shared;
   int groups_log2 = 0;
+  bool all_strategies = false;
+  char half = 'A';  ///< which half of the recorded group counts (alternating): held-out checks
   std::map<execution_params, std::vector<double>> blocks;
+
+  std::string label() const {
+    std::ostringstream out;
+    if (all_strategies) out << "ALL"; else out << strategy;
+    return out.str();
+  }
+  /// The section 4.1 initial configuration of each strategy recorded here.
+  std::vector<execution_params> initial_configs(const gpuagg::search_space& bounds) const {
+    std::vector<execution_params> result;
+    for (strategy_kind kind : gpuagg::all_strategies) {
+      const bool recorded = std::any_of(blocks.begin(), blocks.end(),
+                                        [kind](const auto& entry) { return entry.first.strategy == kind; });
+      if (recorded && (all_strategies || kind == strategy)) result.push_back(gpuagg::default_initial_config(kind, bounds));
+    }
+    return result;
+  }
 };
 
 struct recording {
@@ -140,18 +177,28 @@ recording read_recording(std::istream& in, const std::string& name, std::optiona
   return result;
 }
 
-/// Feeds recorded block times: each configuration's blocks in recorded order, cycling when the
-/// tuner asks for more than were recorded.
+/// Past the recorded blocks: cycle from block 0 (the earlier rule) or over the later half.
+enum class wrap_rule { later_half, from_start };
+
+/// Feeds recorded block times: each configuration's blocks in recorded order; when the tuner
+/// asks for more than were recorded, it cycles over the later half of them (or, with
+/// wrap_rule::from_start, from block 0, which repeats the start-up outliers mid-measurement).
 class replay {
  public:
-  explicit replay(const recorded_space& space) : space_(space) {}
+  replay(const recorded_space& space, wrap_rule wrap) : space_(space), wrap_(wrap) {}
   double operator()(const execution_params& params) {
     const std::vector<double>& times = space_.blocks.at(params);
-    return times[next_[params]++ % times.size()];
+    const std::size_t index = next_[params]++;
+    const std::size_t recorded = times.size();
+    if (index < recorded) return times[index];
+    if (wrap_ == wrap_rule::from_start) return times[index % recorded];
+    const std::size_t first = recorded / 2;
+    return times[first + (index - recorded) % (recorded - first)];
   }
 
  private:
   const recorded_space& space_;
+  wrap_rule wrap_;
   std::map<execution_params, std::size_t> next_;
 };
 
@@ -172,26 +219,85 @@ struct full_evaluation {
   double seconds = 0.0;
 };
 
-/// The reference point of effort: every configuration measured by the same ProcessBlocksWith
-/// rule the tuner uses, on the same recorded blocks.
-full_evaluation evaluate_fully(const recorded_space& space, const tuner_params& params) {
+/// The reference point of effort: every configuration measured by the paper's ProcessBlocksWith
+/// (Table 1), on the same recorded blocks and replay rule as the tuner. It does not depend on
+/// the tuner variant, so efforts compare across variants.
+full_evaluation evaluate_fully(const recorded_space& space, wrap_rule wrap) {
   full_evaluation result;
   result.optimum_seconds = std::numeric_limits<double>::infinity();
+  replay blocks(space, wrap);
   for (const auto& [config, recorded] : space.blocks) {
-    const std::vector<double>& times = recorded;  // a plain reference: lambdas may capture it
-    const double mean = gpuagg::detail::mean_of(times);
+    const double mean = gpuagg::detail::mean_of(recorded);
     if (mean < result.optimum_seconds) {
       result.optimum_seconds = mean;
       result.optimum = config;
     }
-    std::size_t next = 0;
-    const auto m = gpuagg::detail::process_blocks_with(params, [&]() -> std::optional<double> {
-      return times[next++ % times.size()];
+    const auto m = gpuagg::detail::process_blocks_with(gpuagg::paper_params, [&, c = config]() -> std::optional<double> {
+      return blocks(c);
     });
     result.blocks += m.blocks;
     for (double seconds : m.block_seconds) result.seconds += seconds;
   }
   return result;
+}
+
+/// A lower bound on effort for a local search from the same start: the cheapest chain of
+/// adjacent recorded configurations (axis or diagonal steps) from the start to any
+/// configuration within 1% of the optimum, each measured on `window` blocks at its recorded
+/// mean; `with_neighbours` adds that configuration's paper neighbours (the least a search must
+/// measure to know it stands in a minimum). Oracle knowledge: no real search does better.
+double oracle_effort(const recorded_space& space, const gpuagg::search_space& bounds, const full_evaluation& full,
+                     unsigned window, bool with_neighbours) {
+  std::map<execution_params, double> mean;
+  for (const auto& [config, recorded] : space.blocks) mean[config] = gpuagg::detail::mean_of(recorded);
+  std::map<execution_params, double> cost;  // Dijkstra from every initial configuration
+  std::set<std::pair<double, execution_params>> frontier;
+  for (const execution_params& requested : space.initial_configs(bounds)) {
+    // The nearest recorded point, as the tuner's feasible start finds it.
+    std::deque<execution_params> queue{bounds.clamp(requested)};
+    std::set<execution_params> seen{queue.front()};
+    while (!queue.empty()) {
+      const execution_params candidate = queue.front();
+      queue.pop_front();
+      if (mean.contains(candidate)) {
+        const double c = window * mean.at(candidate);
+        if (!cost.contains(candidate) || c < cost.at(candidate)) {
+          cost[candidate] = c;
+          frontier.insert({c, candidate});
+        }
+        break;
+      }
+      for (const execution_params& next : bounds.neighbours(candidate)) {
+        if (seen.insert(next).second) queue.push_back(next);
+      }
+    }
+  }
+  while (!frontier.empty()) {
+    const auto [c, at] = *frontier.begin();
+    frontier.erase(frontier.begin());
+    if (c > cost.at(at)) continue;
+    for (const execution_params& next : bounds.neighbours(at, 2, true)) {
+      if (!mean.contains(next)) continue;
+      const double through = c + window * mean.at(next);
+      if (!cost.contains(next) || through < cost.at(next)) {
+        if (cost.contains(next)) frontier.erase({cost.at(next), next});
+        cost[next] = through;
+        frontier.insert({through, next});
+      }
+    }
+  }
+  double best = std::numeric_limits<double>::infinity();
+  for (const auto& [config, reach] : cost) {
+    if (mean.at(config) > 1.01 * full.optimum_seconds) continue;
+    double total = reach;
+    if (with_neighbours) {
+      for (const execution_params& next : bounds.neighbours(config)) {
+        if (mean.contains(next)) total += window * mean.at(next);
+      }
+    }
+    best = std::min(best, total);
+  }
+  return full.seconds > 0.0 ? best / full.seconds : 0.0;
 }
 
 struct case_result {
@@ -206,15 +312,20 @@ struct case_result {
   double effort = 0.0;
 };
 
+struct replay_options {
+  wrap_rule wrap = wrap_rule::later_half;
+  bool alternate_start = false;
+};
+
 /// One replayed search; GPUAGG_LOG shows its decisions.
 template <tuner_params Params>
 case_result evaluate(std::string mode, const recorded_space& space, const gpuagg::search_space& bounds,
-                     const full_evaluation& full, bool alternate_start) {
+                     const full_evaluation& full, const replay_options& options) {
   const gpuagg::tuner<Params> tuner(bounds, gpuagg::tuning_cache{});
-  replay blocks(space);
+  replay blocks(space, options.wrap);
   const auto feasible = [&space](const execution_params& p) { return space.blocks.contains(p); };
-  std::vector<execution_params> initial{gpuagg::default_initial_config(space.strategy, bounds)};
-  if (alternate_start) {
+  std::vector<execution_params> initial = space.initial_configs(bounds);
+  if (options.alternate_start && !space.all_strategies) {
     // Beyond the paper: a second start with the same threads per compute unit in 32-wide work
     // groups, for spaces whose optimum lies in another basin (section 3.3: equal thread counts
     // of different shapes).
@@ -244,12 +355,16 @@ struct summary {
   double median_overhead = 0.0;
   double median_effort = 0.0;
   double mean_effort = 0.0;
+  double median_blocks = 0.0;  ///< exploration blocks until convergence
+  std::size_t max_blocks = 0;
 };
 
-summary summarize(const std::vector<case_result>& results) {
+/// The summary over the results whose half is `half` ('*': all).
+summary summarize(const std::vector<case_result>& results, char half = '*') {
   summary s;
-  std::vector<double> costs, overheads, efforts;
+  std::vector<double> costs, overheads, efforts, blocks;
   for (const case_result& r : results) {
+    if (half != '*' && r.space->half != half) continue;
     ++s.cases;
     s.optimum_found += r.quality <= 1.0 + 1e-12;
     s.within_1pct += r.quality <= 1.01;
@@ -257,6 +372,8 @@ summary summarize(const std::vector<case_result>& results) {
     costs.push_back(r.cost);
     overheads.push_back(r.overhead);
     efforts.push_back(r.effort);
+    blocks.push_back(static_cast<double>(r.report.exploration_blocks));
+    s.max_blocks = std::max(s.max_blocks, r.report.exploration_blocks);
     s.mean_effort += r.effort;
   }
   if (s.cases > 0) {
@@ -267,28 +384,98 @@ summary summarize(const std::vector<case_result>& results) {
   s.median_cost = median_of(costs);
   s.median_overhead = median_of(overheads);
   s.median_effort = median_of(efforts);
+  s.median_blocks = median_of(blocks);
   return s;
 }
 
 void write_results(std::ostream& out, const std::vector<case_result>& results, bool header) {
   if (header) {
-    out << "mode,strategy,groups_log2,configurations,tried,converged,exploration_blocks,winner_strategy,"
-         "winner_work_groups_per_cu,winner_work_group_size,found_ns,optimum_work_groups_per_cu,"
-         "optimum_work_group_size,optimum_ns,quality,cost_blocks,overhead,effort,full_evaluation_blocks,"
-         "host_ns\n";
+    out << "mode,strategy,groups_log2,half,configurations,tried,rejected_early,converged,exploration_blocks,"
+           "winner_strategy,winner_work_groups_per_cu,winner_work_group_size,found_ns,optimum_strategy,"
+           "optimum_work_groups_per_cu,optimum_work_group_size,optimum_ns,quality,cost_blocks,overhead,effort,"
+           "full_evaluation_blocks,host_ns\n";
   }
   for (const case_result& r : results) {
     const execution_params winner = r.report.winner.value_or(execution_params{});
+    std::size_t rejected = 0;
+    for (const auto& tried : r.report.tried) rejected += tried.rejected;
     char numbers[256];
-    std::snprintf(numbers, sizeof numbers, "%.3f,%u,%u,%.3f,%.6f,%.4f,%.6g,%.6g,%zu,%.0f",
-                  r.found_seconds * 1e9, r.full.optimum.config.work_groups_per_cu,
-                  r.full.optimum.config.work_group_size, r.full.optimum_seconds * 1e9, r.quality, r.cost,
-                  r.overhead, r.effort, r.full.blocks, r.report.host_seconds * 1e9);
-    out << '"' << r.mode << "\"," << r.space->strategy << ',' << r.space->groups_log2 << ',' << r.space->blocks.size()
-        << ',' << r.report.tried.size() << ',' << (r.report.converged ? 1 : 0) << ','
-        << r.report.exploration_blocks << ',' << winner.strategy << ',' << winner.config.work_groups_per_cu << ','
-        << winner.config.work_group_size << ',' << numbers << '\n';
+    std::snprintf(numbers, sizeof numbers, "%u,%u,%.3f,%.6f,%.4f,%.6g,%.6g,%zu,%.0f",
+                  r.full.optimum.config.work_groups_per_cu, r.full.optimum.config.work_group_size,
+                  r.full.optimum_seconds * 1e9, r.quality, r.cost, r.overhead, r.effort, r.full.blocks,
+                  r.report.host_seconds * 1e9);
+    char found[32];
+    std::snprintf(found, sizeof found, "%.3f", r.found_seconds * 1e9);
+    out << '"' << r.mode << "\"," << r.space->label() << ',' << r.space->groups_log2 << ',' << r.space->half << ','
+        << r.space->blocks.size() << ',' << r.report.tried.size() << ',' << rejected << ','
+        << (r.report.converged ? 1 : 0) << ',' << r.report.exploration_blocks << ',' << winner.strategy << ','
+        << winner.config.work_groups_per_cu << ',' << winner.config.work_group_size << ',' << found << ','
+        << r.full.optimum.strategy << ',' << numbers << '\n';
   }
+}
+
+/// The tuner variants replayed: the paper's two scenarios (Table 1, Algorithm 1 exactly) and the
+/// default tuner. No cache: every case is a cold start.
+constexpr tuner_params paper_strict = [] {
+  tuner_params p = gpuagg::strict_gradient_params;
+  p.use_cache = false;
+  return p;
+}();
+constexpr tuner_params paper_plateau = [] {
+  tuner_params p = gpuagg::paper_params;
+  p.use_cache = false;
+  return p;
+}();
+constexpr tuner_params default_tuner = [] {
+  tuner_params p{};
+  p.use_cache = false;
+  return p;
+}();
+
+struct scenario_results {
+  std::vector<case_result> strict, plateau, refined;
+};
+
+scenario_results replay_all(const std::vector<const recorded_space*>& spaces, const gpuagg::search_space& bounds,
+                            const replay_options& options) {
+  scenario_results out;
+  for (const recorded_space* space : spaces) {
+    const full_evaluation full = evaluate_fully(*space, options.wrap);
+    out.strict.push_back(evaluate<paper_strict>("paper s=0", *space, bounds, full, options));
+    out.plateau.push_back(evaluate<paper_plateau>("paper s=0.06,p=1.07", *space, bounds, full, options));
+    out.refined.push_back(evaluate<default_tuner>("default (refined)", *space, bounds, full, options));
+  }
+  return out;
+}
+
+/// Warm cache (section 4.3): each case's query tuned once with a cache, then run again; the
+/// second run should confirm the stored winner without exploring. Counts (hits, zero
+/// exploration, cases).
+struct warm_outcome {
+  std::size_t cases = 0, hits = 0, zero_exploration = 0, stale = 0;
+};
+
+warm_outcome replay_warm_cache(const std::vector<const recorded_space*>& spaces, const gpuagg::search_space& bounds,
+                               const replay_options& options, const std::filesystem::path& file) {
+  std::filesystem::remove(file);
+  const gpuagg::tuner<tuner_params{}> tuner(bounds, gpuagg::tuning_cache{file});
+  warm_outcome out;
+  for (const recorded_space* space : spaces) {
+    const gpuagg::tuning_key key{"replay", "recorded", "replay " + space->label(), "-", space->groups_log2};
+    const auto feasible = [space](const execution_params& p) { return space->blocks.contains(p); };
+    const std::vector<execution_params> initial = space->initial_configs(bounds);
+    replay first(*space, options.wrap);
+    const auto cold = tuner.search(std::ref(first), std::numeric_limits<std::size_t>::max(), feasible, initial, key);
+    replay second(*space, options.wrap);  // a new query of the same shape: its blocks start again
+    const auto warm = tuner.search(std::ref(second), std::numeric_limits<std::size_t>::max(), feasible, initial, key);
+    ++out.cases;
+    out.hits += warm.cache == gpuagg::cache_outcome::hit;
+    out.stale += warm.cache == gpuagg::cache_outcome::stale;
+    out.zero_exploration += warm.exploration_blocks == 0;
+    (void)cold;
+  }
+  std::filesystem::remove(file);
+  return out;
 }
 
 // -------------------------------------------------------------------------------------------------
@@ -344,9 +531,41 @@ void write_synthetic(std::ostream& out, unsigned seed) {
   }
 }
 
-void print_summary_row(const char* mode, const summary& s) {
-  std::printf("%-16s %6zu %9.3f %12.3f %8.4f %12.2f %16.5f %14.5f %12.5f\n", mode, s.cases, s.optimum_found,
-              s.within_1pct, s.worst, s.median_cost, s.median_overhead, s.median_effort, s.mean_effort);
+void print_summary_header() {
+  std::printf("%-20s %-5s %6s %8s %11s %8s %11s %15s %13s %11s %13s\n", "scenario", "half", "cases", "optimum",
+              "within_1pct", "worst", "median_cost", "median_overhead", "median_effort", "mean_effort",
+              "median_blocks");
+}
+
+void print_summary_row(const char* mode, const char* half, const summary& s) {
+  std::printf("%-20s %-5s %6zu %8.3f %11.3f %8.4f %11.2f %15.5f %13.5f %11.5f %13.1f\n", mode, half, s.cases,
+              s.optimum_found, s.within_1pct, s.worst, s.median_cost, s.median_overhead, s.median_effort,
+              s.mean_effort, s.median_blocks);
+}
+
+void print_scenarios(const scenario_results& results) {
+  print_summary_header();
+  const std::pair<const char*, const std::vector<case_result>*> rows[] = {
+      {"paper s=0", &results.strict}, {"paper s=0.06,p=1.07", &results.plateau}, {"default (refined)", &results.refined}};
+  for (const auto& [name, list] : rows) {
+    print_summary_row(name, "all", summarize(*list));
+    print_summary_row(name, "A", summarize(*list, 'A'));
+    print_summary_row(name, "B", summarize(*list, 'B'));
+  }
+}
+
+void print_cases(const scenario_results& results) {
+  std::printf("%-20s %-15s %4s %5s %5s %6s %-24s %9s %9s %9s %9s\n", "mode", "strategy", "g", "half", "tried",
+              "blocks", "winner", "quality", "cost", "overhead", "effort");
+  for (const auto* list : {&results.strict, &results.plateau, &results.refined}) {
+    for (const case_result& r : *list) {
+      std::ostringstream winner;
+      if (r.report.winner) winner << *r.report.winner;
+      std::printf("%-20s %-15s %4d %5c %5zu %6zu %-24s %9.4f %9.2f %9.5f %9.5f\n", r.mode.c_str(),
+                  r.space->label().c_str(), r.space->groups_log2, r.space->half, r.report.tried.size(),
+                  r.report.exploration_blocks, winner.str().c_str(), r.quality, r.cost, r.overhead, r.effort);
+    }
+  }
 }
 
 }  // namespace
@@ -360,7 +579,8 @@ int main(int argc, char** argv) {
   std::string dump_file;
   bool synthetic = false;
   bool verbose = false;
-  bool alternate_start = false;
+  replay_options options;
+  bool wrap_to_start = false;
   unsigned seed = 2019;
   app.add_option("--input", input, "recorded search space CSV (strategy,groups_log2,work_groups_per_cu,"
                                    "work_group_size,block,aggregate_ns)");
@@ -370,9 +590,13 @@ int main(int argc, char** argv) {
   app.add_option("--seed", seed, "seed of --synthetic")->capture_default_str();
   app.add_option("--dump-synthetic", dump_file, "also write the synthetic CSV here");
   app.add_flag("--cases", verbose, "print one line per case");
-  app.add_flag("--alternate-start", alternate_start,
-               "also start each search from the same threads per compute unit in 32-wide work groups");
+  app.add_flag("--alternate-start", options.alternate_start,
+               "also start each per-strategy search from the same threads per compute unit in 32-wide work groups");
+  app.add_flag("--wrap-to-start", wrap_to_start,
+               "past the recorded blocks, cycle from block 0 (the earlier replay rule) instead of over the later "
+               "half");
   CLI11_PARSE(app, argc, argv);
+  if (wrap_to_start) options.wrap = wrap_rule::from_start;
 
   if (input.empty() == !synthetic) {
     std::cerr << "tuner_eval: give exactly one of --input FILE and --synthetic\n";
@@ -408,52 +632,93 @@ int main(int argc, char** argv) {
     return 2;
   }
 
-  // Table 1's two scenarios. The full evaluation uses the same ProcessBlocksWith rule.
-  constexpr tuner_params strict{.similarity = 0.0, .use_cache = false};
-  constexpr tuner_params plateau{.use_cache = false};
-  std::vector<case_result> strict_results;
-  std::vector<case_result> plateau_results;
-  for (const auto& [key, space] : data.cases) {
-    const full_evaluation full = evaluate_fully(space, plateau);
-    strict_results.push_back(evaluate<strict>("s=0", space, data.bounds, full, alternate_start));
-    plateau_results.push_back(evaluate<plateau>("s=0.06,p=1.07", space, data.bounds, full, alternate_start));
+  // Halves for a held-out check: the recorded group counts, alternating A, B, A, ...
+  std::set<int> group_counts;
+  for (const auto& [key, space] : data.cases) group_counts.insert(key.second);
+  std::map<int, char> half_of;
+  for (int g : group_counts) half_of[g] = half_of.size() % 2 == 0 ? 'A' : 'B';
+  std::vector<const recorded_space*> cases;
+  std::map<int, recorded_space> combined;  // all strategies at once, per group count
+  for (auto& [key, space] : data.cases) {
+    space.half = half_of.at(key.second);
+    cases.push_back(&space);
+    recorded_space& all = combined[key.second];
+    all.all_strategies = true;
+    all.groups_log2 = key.second;
+    all.half = space.half;
+    all.blocks.insert(space.blocks.begin(), space.blocks.end());
   }
+  std::vector<const recorded_space*> per_group;
+  for (const auto& [g, space] : combined) per_group.push_back(&space);
+
+  const scenario_results per_case = replay_all(cases, data.bounds, options);
+  const scenario_results at_once = replay_all(per_group, data.bounds, options);
 
   if (!out_file.empty()) {
     std::ofstream out(out_file);
-    write_results(out, strict_results, true);
-    write_results(out, plateau_results, false);
+    bool header = true;
+    for (const scenario_results* results : {&per_case, &at_once}) {
+      for (const auto* list : {&results->strict, &results->plateau, &results->refined}) {
+        write_results(out, *list, header);
+        header = false;
+      }
+    }
     if (!out) {
       std::cerr << "tuner_eval: cannot write " << out_file << '\n';
       return 2;
     }
   }
 
-  std::printf("tuner_eval: %zu rows, %zu cases (strategy x groups_log2), bounds %ux%u\n", data.rows,
-              data.cases.size(), gpuagg::detail::floor_pow2(data.bounds.max_work_groups_per_cu),
-              gpuagg::detail::floor_pow2(data.bounds.max_work_group_size));
-  if (verbose) {
-    std::printf("%-15s %-15s %4s %5s %6s %-24s %9s %9s %9s %9s\n", "mode", "strategy", "g", "tried", "blocks",
-                "winner", "quality", "cost", "overhead", "effort");
-    for (const auto* results : {&strict_results, &plateau_results}) {
-      for (const case_result& r : *results) {
-        std::ostringstream winner;
-        if (r.report.winner) winner << *r.report.winner;
-        std::ostringstream strategy;
-        strategy << r.space->strategy;
-        std::printf("%-15s %-15s %4d %5zu %6zu %-24s %9.4f %9.2f %9.5f %9.5f\n", r.mode.c_str(),
-                    strategy.str().c_str(), r.space->groups_log2, r.report.tried.size(), r.report.exploration_blocks,
-                    winner.str().c_str(), r.quality, r.cost, r.overhead, r.effort);
-      }
+  std::printf("tuner_eval: %zu rows, %zu cases (strategy x groups_log2), bounds %ux%u, replay past the recorded "
+              "blocks: %s\n",
+              data.rows, data.cases.size(), gpuagg::detail::floor_pow2(data.bounds.max_work_groups_per_cu),
+              gpuagg::detail::floor_pow2(data.bounds.max_work_group_size),
+              options.wrap == wrap_rule::later_half ? "later half" : "from block 0");
+  std::printf("halves (alternating group counts): A = 2^{");
+  for (const auto& [g, h] : half_of) if (h == 'A') std::printf(" %d", g);
+  std::printf(" }, B = 2^{");
+  for (const auto& [g, h] : half_of) if (h == 'B') std::printf(" %d", g);
+  std::printf(" }\n");
+  if (verbose) print_cases(per_case);
+
+  std::printf("\nper (strategy, group count), one strategy searched at a time:\n");
+  print_scenarios(per_case);
+
+  std::printf("\nall strategies at once per group count (section 4.1), quality against the best of all:\n");
+  print_scenarios(at_once);
+  std::printf("%-4s", "g");
+  for (const char* name : {"paper s=0", "paper s=0.06,p=1.07", "default (refined)"}) std::printf(" | %-31s", name);
+  std::printf("\n");
+  for (std::size_t i = 0; i < per_group.size(); ++i) {
+    std::printf("%-4d", per_group[i]->groups_log2);
+    for (const auto* list : {&at_once.strict, &at_once.plateau, &at_once.refined}) {
+      const case_result& r = (*list)[i];
+      std::ostringstream winner;
+      if (r.report.winner) winner << *r.report.winner;
+      std::printf(" | %-20s %4zu %6.3f", winner.str().c_str(), r.report.exploration_blocks, r.quality);
     }
+    std::printf("\n");
   }
-  std::printf("%-16s %6s %9s %12s %8s %12s %16s %14s %12s\n", "scenario", "cases", "optimum", "within_1pct",
-              "worst", "median_cost", "median_overhead", "median_effort", "mean_effort");
-  const summary strict_summary = summarize(strict_results);
-  const summary plateau_summary = summarize(plateau_results);
-  print_summary_row("s=0", strict_summary);
-  print_summary_row("s=0.06,p=1.07", plateau_summary);
-  std::printf("tuner-eval: cases=%zu within_1pct=%.4f worst=%.4f median_effort=%.4f\n", plateau_summary.cases,
-              plateau_summary.within_1pct, plateau_summary.worst, plateau_summary.median_effort);
-  return plateau_summary.cases > 0 ? 0 : 1;
+
+  std::vector<double> oracle_path, oracle_minimum;
+  for (const case_result& r : per_case.refined) {
+    oracle_path.push_back(oracle_effort(*r.space, data.bounds, r.full, gpuagg::paper_params.initial_blocks, false));
+    oracle_minimum.push_back(oracle_effort(*r.space, data.bounds, r.full, gpuagg::paper_params.initial_blocks, true));
+  }
+  std::printf("\noracle lower bound on effort (per case, from the same start, 3 blocks per configuration at its "
+              "recorded mean):\n  cheapest path to a configuration within 1%%: median %.5f; plus that "
+              "configuration's 4 paper neighbours: median %.5f\n",
+              median_of(oracle_path), median_of(oracle_minimum));
+
+  const std::filesystem::path warm_file =
+      std::filesystem::temp_directory_path() / ("gpuagg_tuner_eval_" + std::to_string(::getpid()) + ".json");
+  const warm_outcome warm = replay_warm_cache(cases, data.bounds, options, warm_file);
+  std::printf("warm cache (default tuner, each case's query twice): second query a hit in %zu/%zu cases, "
+              "stale in %zu, no exploration block in %zu/%zu\n",
+              warm.hits, warm.cases, warm.stale, warm.zero_exploration, warm.cases);
+
+  const summary shipped = summarize(per_case.refined);
+  std::printf("tuner-eval: cases=%zu within_1pct=%.4f worst=%.4f median_effort=%.4f\n", shipped.cases,
+              shipped.within_1pct, shipped.worst, shipped.median_effort);
+  return shipped.cases > 0 ? 0 : 1;
 }

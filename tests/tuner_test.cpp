@@ -90,6 +90,13 @@ std::function<double(const execution_params&)> table(std::map<execution_params, 
 
 bool always(const execution_params&) { return true; }
 
+/// Algorithm 1 exactly (every extension off) with another pruning factor.
+constexpr tuner_params paper_with_prune(double prune) {
+  tuner_params params = gpuagg::paper_params;
+  params.prune = prune;
+  return params;
+}
+
 /// A tuner that never touches a cache file.
 template <tuner_params Params = tuner_params{}>
 tuner<Params> uncached(search_space space = {}) {
@@ -186,25 +193,44 @@ bool contains_text(const std::vector<std::string>& lines, std::string_view needl
 // -------------------------------------------------------------------------------------------------
 
 TEST_CASE("tuner_params is a literal type usable as a non-type template parameter") {
-  // Table 1 defaults.
+  // Table 1's values; the defaults add the refined search's extensions.
   constexpr tuner_params defaults{};
   static_assert(defaults.similarity == 0.06 && defaults.prune == 1.07);
   static_assert(defaults.max_variation == 0.019 && defaults.max_blocks == 10 && defaults.initial_blocks == 3);
   static_assert(defaults.valid());
-  static_assert(gpuagg::plateau_params == defaults);
+  static_assert(gpuagg::refined_params == defaults && !defaults.is_paper_algorithm());
+  static_assert(defaults.diagonal_neighbours && defaults.coarse_stride == 4 && defaults.early_rejection == 1.05);
+
+  // The paper's presets: Table 1's two rows, every extension off.
+  constexpr tuner_params paper = gpuagg::paper_params;
+  static_assert(paper.similarity == 0.06 && paper.prune == 1.07 && paper.max_variation == 0.019 &&
+                paper.max_blocks == 10 && paper.initial_blocks == 3);
+  static_assert(paper.valid() && paper.is_paper_algorithm());
+  static_assert(gpuagg::plateau_params == paper);
   static_assert(gpuagg::strict_gradient_params.similarity == 0.0 && gpuagg::strict_gradient_params.valid());
+  static_assert(gpuagg::strict_gradient_params.is_paper_algorithm());
 
   static_assert(tuner<>::params == defaults);
   static_assert(tuner<tuner_params{.similarity = 0.0}>::params.similarity == 0.0);
   static_assert(tuner<tuner_params{.prune = 1.5, .max_blocks = 5}>::params.max_blocks == 5);
-  static_assert(std::is_same_v<tuner<gpuagg::strict_gradient_params>, tuner<tuner_params{.similarity = 0.0}>>);
+  static_assert(std::is_same_v<tuner<gpuagg::strict_gradient_params>,
+                               tuner<tuner_params{.similarity = 0.0,
+                                                  .diagonal_neighbours = false,
+                                                  .coarse_stride = 2,
+                                                  .noise_similarity = 0.0,
+                                                  .early_rejection = 0.0}>>);
   static_assert(!std::is_same_v<tuner<>, tuner<gpuagg::strict_gradient_params>>);
+  static_assert(!std::is_same_v<tuner<>, tuner<gpuagg::paper_params>>);
 
   // What the tuner's static_asserts reject.
   static_assert(!tuner_params{.prune = 1.0}.valid());
   static_assert(!tuner_params{.similarity = -0.1}.valid());
   static_assert(!tuner_params{.max_blocks = 2}.valid());
   static_assert(!tuner_params{.initial_blocks = 0}.valid());
+  static_assert(!tuner_params{.coarse_stride = 3}.valid());
+  static_assert(!tuner_params{.coarse_stride = 1}.valid());
+  static_assert(!tuner_params{.early_rejection = 0.5}.valid());
+  static_assert(!tuner_params{.rejection_blocks = 0}.valid());
 }
 
 TEST_CASE("search space: bounds, clamping, neighbourhood order") {
@@ -301,7 +327,7 @@ TEST_CASE("ProcessBlocksWith: window, outliers, b_max, end of input") {
 TEST_CASE("convex space: the gradient leads to the optimum") {
   synthetic_space space{bowl(1.0, 4, 6)};  // optimum SHARED 16x64
   const std::vector initial{shared(1, 512)};
-  const auto report = uncached().search(std::ref(space), 100000, always, initial);
+  const auto report = uncached<gpuagg::paper_params>().search(std::ref(space), 100000, always, initial);
   CHECK(report.converged);
   REQUIRE(report.winner);
   CHECK(*report.winner == shared(16, 64));
@@ -315,6 +341,13 @@ TEST_CASE("convex space: the gradient leads to the optimum") {
   REQUIRE(strict.winner);
   CHECK(*strict.winner == shared(16, 64));
   CHECK(strict.tried.size() <= report.tried.size());  // plateaus cost extra measurements
+
+  // The refined search (the defaults) finds it too.
+  synthetic_space refined_space{bowl(1.0, 4, 6)};
+  const auto refined = uncached().search(std::ref(refined_space), 100000, always, initial);
+  REQUIRE(refined.winner);
+  CHECK(*refined.winner == shared(16, 64));
+  CHECK(refined.converged);
 }
 
 TEST_CASE("plateau: s = 0.06 crosses it where s = 0 stops early") {
@@ -329,7 +362,7 @@ TEST_CASE("plateau: s = 0.06 crosses it where s = 0 stops early") {
   CHECK(strict_space.sequence() == std::vector{shared(1, 512), shared(2, 512), shared(1, 1024), shared(1, 256)});
 
   synthetic_space plateau_space{times};
-  const auto plateau = uncached().search(std::ref(plateau_space), 1000, always, initial);
+  const auto plateau = uncached<gpuagg::paper_params>().search(std::ref(plateau_space), 1000, always, initial);
   REQUIRE(plateau.winner);
   CHECK(*plateau.winner == shared(4, 512));
   CHECK(plateau.converged);
@@ -394,7 +427,7 @@ TEST_CASE("pruning and backtracking: the exact sequence of Algorithm 1") {
 
   SUBCASE("s = 0.06, p = 1.07: 2x1 is pruned (1.05 > 1.07 * 0.70), so 4x1 is never measured") {
     synthetic_space space{times};
-    auto logged = uncached<tuner_params{}>(small);
+    auto logged = uncached<gpuagg::paper_params>(small);
     std::ostringstream log;
     logged.log_to(&log);
     const auto report = logged.search(std::ref(space), 1000, always, initial);
@@ -417,7 +450,7 @@ TEST_CASE("pruning and backtracking: the exact sequence of Algorithm 1") {
   }
   SUBCASE("p = 100: nothing is pruned, the fork at 2x1 explores 4x1") {
     synthetic_space space{times};
-    const auto report = uncached<tuner_params{.prune = 100.0}>(small).search(std::ref(space), 1000, always, initial);
+    const auto report = uncached<paper_with_prune(100.0)>(small).search(std::ref(space), 1000, always, initial);
     CHECK(space.sequence() == std::vector{shared(1, 1), shared(2, 1), shared(1, 2), shared(2, 2), shared(1, 4),
                                           shared(4, 1), shared(2, 4)});
     CHECK(*report.winner == shared(1, 2));
@@ -547,13 +580,21 @@ TEST_CASE("several strategies at once: the right strategy wins") {
     CHECK(*report.winner == shared(4, 256));
   }
   SUBCASE("strategies within p of each other: both are explored, the faster found") {
-    synthetic_space space{[](const execution_params& p) {
+    const auto times = [](const execution_params& p) {
       return p.strategy == strategy_kind::shared ? bowl(1.02, 1, 9)(p) : bowl(1.0, 2, 8, 0.01)(p);
-    }};
+    };
     const auto feasible = [](const execution_params& p) { return p.strategy != strategy_kind::independent; };
-    const auto report = uncached().search(std::ref(space), 100000, feasible);
+    synthetic_space space{times};
+    const auto report = uncached<gpuagg::paper_params>().search(std::ref(space), 100000, feasible);
     CHECK(*report.winner == local(4, 256));
     CHECK(report.find(shared(2, 512)) != nullptr);  // SHARED's own descent ran too
+
+    synthetic_space refined_space{times};
+    const auto refined = uncached().search(std::ref(refined_space), 100000, feasible);
+    CHECK(*refined.winner == local(4, 256));
+    std::size_t shared_tried = 0;
+    for (const auto& tried : refined.tried) shared_tried += tried.params.strategy == strategy_kind::shared;
+    CHECK(shared_tried > 1);  // SHARED's first pass ran too
   }
 }
 

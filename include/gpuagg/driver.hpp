@@ -121,7 +121,8 @@ class aggregation_driver {
     on_device_ = columns_.front().on_device();
     std::size_t widest = 1;
     for (const auto& c : columns_) widest = std::max(widest, c.element_size);
-    block_rows_ = std::max<std::size_t>(opts_.block_bytes / widest, 1);
+    const std::size_t block_bytes = opts_.block_bytes.value_or(on_device_ ? std::size_t{64} << 20 : std::size_t{16} << 20);
+    block_rows_ = std::max<std::size_t>(block_bytes / widest, 1);
     blocks_total_ = rows_ == 0 ? 0 : (rows_ + block_rows_ - 1) / block_rows_;
     window_ = std::max<std::size_t>(opts_.blocks_in_flight, 1);
     stats_.device = ctx_.info().name;
@@ -393,7 +394,7 @@ class aggregation_driver {
     if (!(opts_.max_load_factor > 0.0 && opts_.max_load_factor <= 0.9)) {
       throw invalid_argument_error("max_load_factor must lie in (0, 0.9]");
     }
-    if (opts_.block_bytes == 0) throw invalid_argument_error("block_bytes must be positive");
+    if (opts_.block_bytes && *opts_.block_bytes == 0) throw invalid_argument_error("block_bytes must be positive");
     if ((opts_.local_table_copies & (opts_.local_table_copies - 1)) != 0) {
       throw invalid_argument_error("local_table_copies must be 0 (automatic) or a power of two");
     }
@@ -713,7 +714,7 @@ class aggregation_driver {
         const std::size_t bytes = count * column.element_size;
         const char* source = static_cast<const char*>(column.host) + first * column.element_size;
         if (!pinned_input_[c]) {
-          detail::parallel_copy(slot.mapped[c], source, bytes);
+          detail::parallel_copy(slot.mapped[c], source, bytes, opts_.copy_threads ? opts_.copy_threads : 16);
           source = static_cast<const char*>(slot.mapped[c]);
         }
         cl::Event copied;

@@ -36,10 +36,16 @@ struct options {
   std::optional<std::uint64_t> expected_groups;
   /// Largest fraction of buckets in use before the table grows.
   double max_load_factor = 0.5;
-  /// Input block size per column (section 2.1: 16 MiB).
-  std::size_t block_bytes = std::size_t{16} << 20;
+  /// Input block size per column (the widest column). Default: 16 MiB for host input (section
+  /// 2.1), 64 MiB for input already on the device, where no transfer needs overlapping and
+  /// fewer, larger AGGREGATE launches run faster (bench/NOTES.md). The spill area holds
+  /// `blocks_in_flight` blocks of rows, so it grows with this size.
+  std::optional<std::size_t> block_bytes;
   /// Blocks in flight at once (transfers of the next overlap AGGREGATE of the current).
   std::size_t blocks_in_flight = 2;
+  /// Host threads that copy a pageable input block into pinned staging memory (0: one per
+  /// hardware thread, at most 16). Input in a gpuagg::pinned_array needs no staging copy.
+  unsigned copy_threads = 0;
   /// Strategy for every block; default (section 3.7): WORKGROUPLOCAL when the table fits in
   /// local memory, SHARED otherwise.
   std::optional<strategy_kind> strategy;

@@ -35,10 +35,17 @@ namespace gpuagg {
 // Hyper parameters (section 4.1 and Table 1)
 
 /// The tuner's hyper parameters. A literal, structural type, so it configures the tuner at
-/// compile time: `tuner<tuner_params{.similarity = 0.0}>` is the strict-gradient tuner.
+/// compile time: `tuner<gpuagg::paper_params>` is Algorithm 1 exactly as the paper states it.
+///
+/// The first five fields are the paper's (section 4.1, Table 1). The next five extend the
+/// search beyond the paper (docs/autotuning.md, "The refined search"); each one's paper value
+/// turns its extension off, and `paper_params` sets all of them so. The defaults are the refined
+/// search, which replay on the recorded H100 spaces found better on every metric but effort
+/// (docs/autotuning.md has the figures).
 struct tuner_params {
   /// s: two runtimes are similar (a performance plateau) when
-  /// (1-s) t(c_i) <= t(c_j) <= (1+s) t(c_i). s = 0 ignores plateaus (strict gradient).
+  /// (1-s) t(c_i) <= t(c_j) <= (1+s) t(c_i). s = 0 ignores plateaus (strict gradient). With
+  /// noise_similarity > 0, s is the upper bound of the measured similarity below.
   double similarity = 0.06;
   /// p > 1: a reference configuration slower than p * t(c_f) is pruned (Algorithm 1, line 6).
   double prune = 1.07;
@@ -49,21 +56,63 @@ struct tuner_params {
   unsigned max_blocks = 10;
   /// Window of ProcessBlocksWith: "the algorithm executes a thread configuration on three blocks".
   unsigned initial_blocks = 3;
+
+  /// Beyond the paper. Also step along constant threads per compute unit: (2x, 1/2x) and
+  /// (1/2x, 2x) join the paper's four axis neighbours (section 3.3: the same number of threads
+  /// in different shapes performs alike, so optima lie in diagonal valleys). Paper: false.
+  bool diagonal_neighbours = true;
+  /// Beyond the paper. The first pass moves by this factor in each dimension (a power of two);
+  /// each later pass halves it and restarts from c_f, down to the paper's factor 2. A wide
+  /// first pass steps over small bumps (section 3.5: "nearly convex") and shortens long
+  /// descents. Paper: 2 (one pass).
+  unsigned coarse_stride = 4;
+  /// Beyond the paper. > 0: the plateau test uses s' = min(s, noise_similarity * r), r the
+  /// larger normalized range of the two measurements' windows, instead of the fixed s. The
+  /// default 1/1.693 turns a range of three values into a standard deviation (d2(3) = 1.693):
+  /// runtimes are similar when they differ by less than about one standard deviation of the
+  /// measurement (the interval section 3.5 uses). Paper: 0 (the fixed s).
+  double noise_similarity = 1.0 / 1.693;
+  /// Beyond the paper. > 1: a neighbour whose fastest block so far is more than this factor
+  /// slower than the slowest block measured for its reference is abandoned (clearly slower)
+  /// after rejection_blocks blocks instead of running ProcessBlocksWith to the end. Comparing
+  /// with the reference's slowest block keeps start-up outliers (section 3.6) on both sides.
+  /// Paper: 0 (off).
+  double early_rejection = 1.05;
+  /// Blocks a neighbour runs at least before early rejection may abandon it; 2 means a single
+  /// outlier block never rejects a configuration.
+  unsigned rejection_blocks = 2;
+
   /// Consult and update the persistent cache when the caller gives a tuning_key.
   bool use_cache = true;
 
   /// The constraints the paper states or implies; checked by `tuner` with a static_assert.
   constexpr bool valid() const noexcept {
     return similarity >= 0.0 && similarity < 1.0 && prune > 1.0 && max_variation >= 0.0 &&
-           initial_blocks >= 1 && max_blocks >= initial_blocks;
+           initial_blocks >= 1 && max_blocks >= initial_blocks && coarse_stride >= 2 &&
+           (coarse_stride & (coarse_stride - 1)) == 0 && noise_similarity >= 0.0 &&
+           (early_rejection == 0.0 || early_rejection >= 1.0) && rejection_blocks >= 1;
+  }
+  /// True when every extension is off: the search is Algorithm 1 as the paper states it.
+  constexpr bool is_paper_algorithm() const noexcept {
+    return !diagonal_neighbours && coarse_stride == 2 && noise_similarity == 0.0 && early_rejection == 0.0;
   }
   friend constexpr bool operator==(const tuner_params&, const tuner_params&) = default;
 };
 
-/// Table 1, first row: ignore performance plateaus.
-inline constexpr tuner_params strict_gradient_params{.similarity = 0.0};
-/// Table 1, second row (the defaults): detect performance plateaus.
-inline constexpr tuner_params plateau_params{};
+/// Algorithm 1 exactly as the paper states it, with Table 1's second row (s = 0.06,
+/// p = 1.07, v_max = 0.019, b_max = 10): the "detection of performance plateaus" scenario.
+inline constexpr tuner_params paper_params{
+    .diagonal_neighbours = false, .coarse_stride = 2, .noise_similarity = 0.0, .early_rejection = 0.0};
+/// Table 1, first row: Algorithm 1 ignoring performance plateaus (s = 0).
+inline constexpr tuner_params strict_gradient_params{.similarity = 0.0,
+                                                     .diagonal_neighbours = false,
+                                                     .coarse_stride = 2,
+                                                     .noise_similarity = 0.0,
+                                                     .early_rejection = 0.0};
+/// Table 1, second row: the same as `paper_params`.
+inline constexpr tuner_params plateau_params = paper_params;
+/// The refined search (the defaults).
+inline constexpr tuner_params refined_params{};
 
 std::ostream& operator<<(std::ostream& os, const tuner_params& params);
 
@@ -87,6 +136,12 @@ struct search_space {
   ///   1. work_groups_per_cu x 2   2. work_groups_per_cu / 2
   ///   3. work_group_size x 2      4. work_group_size / 2
   std::vector<execution_params> neighbours(const execution_params& params) const;
+  /// The refined search's neighbourhood (tuner_params::diagonal_neighbours, coarse_stride):
+  /// the four above at distance `stride` (a power of two) instead of 2, then, with `diagonal`,
+  ///   5. work_groups_per_cu x stride, work_group_size / stride   (same threads per CU)
+  ///   6. work_groups_per_cu / stride, work_group_size x stride
+  /// `neighbours(p, 2, false)` is `neighbours(p)`.
+  std::vector<execution_params> neighbours(const execution_params& params, std::uint32_t stride, bool diagonal) const;
   /// Every point of one strategy's grid, work_groups_per_cu-major (for a full evaluation).
   std::vector<execution_params> configurations(strategy_kind strategy) const;
 };
@@ -215,6 +270,7 @@ struct tried_configuration {
   bool complete = true;  ///< false: the input ran out before the measurement finished
   measurement_role role = measurement_role::neighbour;
   std::vector<double> block_seconds;  ///< every block's time, in order
+  bool rejected = false;  ///< stopped early as clearly slower (tuner_params::early_rejection)
 };
 
 /// What the cache contributed.
@@ -262,7 +318,8 @@ std::ostream& operator<<(std::ostream& os, const tuning_report& report);
 // ---------------------------------------------------------------------------------------------
 // The tuner
 
-/// Algorithm 1 with its hyper parameters fixed at compile time.
+/// Algorithm 1 (or with the default parameters the refined search around it) with its hyper
+/// parameters fixed at compile time.
 ///
 ///   gpuagg::tuner<> tuner{gpuagg::search_space{.max_work_group_size = 1024}};
 ///   auto report = tuner.run(driver, feasible, {}, key);   // drives the whole query
@@ -277,6 +334,12 @@ class tuner {
   static_assert(Params.initial_blocks >= 1, "tuner_params::initial_blocks must be at least 1");
   static_assert(Params.max_blocks >= Params.initial_blocks,
                 "tuner_params::max_blocks (b_max) must be >= initial_blocks");
+  static_assert(Params.coarse_stride >= 2 && (Params.coarse_stride & (Params.coarse_stride - 1)) == 0,
+                "tuner_params::coarse_stride must be a power of two >= 2 (2 is the paper's neighbourhood)");
+  static_assert(Params.noise_similarity >= 0.0, "tuner_params::noise_similarity must be >= 0 (0: the fixed s)");
+  static_assert(Params.early_rejection == 0.0 || Params.early_rejection >= 1.0,
+                "tuner_params::early_rejection must be 0 (off) or >= 1");
+  static_assert(Params.rejection_blocks >= 1, "tuner_params::rejection_blocks must be at least 1");
 
  public:
   static constexpr tuner_params params = Params;

@@ -1,7 +1,9 @@
 #pragma once
 // Algorithm 1 of Rosenfeld et al. 2019 ("Dynamic selection of thread configurations"), shared
 // by the live tuner and replay: it sees blocks only through a measure_fn. Included by
-// <gpuagg/tuner.hpp>.
+// <gpuagg/tuner.hpp>. With tuner_params' extensions off (`paper_params`) it is the paper's
+// pseudocode line by line; the extensions (the refined search) change only the neighbourhood,
+// the passes, the plateau test and how long a clearly slower neighbour is measured.
 
 #ifndef GPUAGG_TUNER_HPP
 #error "include <gpuagg/tuner.hpp>: detail/tuner/*.hpp are its implementation, in its order"
@@ -45,7 +47,8 @@ class algorithm1 {
 
   /// ProcessBlocksWith(c): measures `params`, records it in the report, and returns t(c); empty
   /// when the input ran out before the measurement completed.
-  std::optional<double> process_blocks_with(const execution_params& params, measurement_role role) {
+  std::optional<double> process_blocks_with(const execution_params& params, measurement_role role,
+                                            std::optional<double> reject_above = std::nullopt) {
     measurement m = detail::process_blocks_with(params_, [&]() -> std::optional<double> {
       if (blocks_left_ == 0) return std::nullopt;
       --blocks_left_;
@@ -57,16 +60,20 @@ class algorithm1 {
       ++report_.exploration_blocks;
       report_.exploration_seconds += seconds;
       return seconds;
-    });
+    }, reject_above);
     if (m.blocks == 0) {
       log_("input exhausted before measuring ", params);
       return std::nullopt;
     }
     log_("measured ", params, ": ", format_seconds(m.seconds), " (", m.blocks, m.blocks == 1 ? " block" : " blocks",
-         m.complete ? "" : ", input ran out", ", ", to_string(role), ")");
-    report_.tried.push_back({params, m.seconds, m.blocks, m.complete, role, std::move(m.block_seconds)});
+         m.complete ? "" : ", input ran out", m.rejected ? ", rejected early: clearly slower" : "", ", ",
+         to_string(role), ")");
+    const double noise = m.window_range(params_.initial_blocks);
+    const double slowest = *std::max_element(m.block_seconds.begin(), m.block_seconds.end());
+    report_.tried.push_back({params, m.seconds, m.blocks, m.complete, role, std::move(m.block_seconds), m.rejected});
     if (!m.complete) return std::nullopt;
     times_[params] = m.seconds;
+    details_[params] = {noise, slowest, m.rejected};
     return m.seconds;
   }
 
@@ -99,6 +106,21 @@ class algorithm1 {
       return false;
     }
 
+    // The paper's search is one pass at stride 2. The refined search starts wider
+    // (tuner_params::coarse_stride) and halves the stride each pass, restarting from c_f.
+    for (std::uint32_t stride = params_.coarse_stride;; stride /= 2) {
+      if (stride != params_.coarse_stride) {
+        queue.assign(1, *fastest_);
+        log_("pass at stride ", stride, " from c_f ", *fastest_);
+      }
+      if (!descend(queue, stride)) return false;
+      if (stride <= 2) return true;
+    }
+  }
+
+  /// Algorithm 1's main loop, lines 4-24, over the neighbourhood at `stride`. False when the
+  /// input ran out.
+  bool descend(std::deque<execution_params>& queue, std::uint32_t stride) {
     while (!queue.empty()) {                                    // line 4
       const execution_params reference = queue.front();         // line 5: c_i <- Peek(Q)
       const double t_reference = times_.at(reference);
@@ -109,16 +131,19 @@ class algorithm1 {
         queue.pop_front();                                      // line 7
         continue;
       }
-      const std::optional<execution_params> neighbour = first_untested_neighbour(reference);  // line 9
+      const std::optional<execution_params> neighbour = first_untested_neighbour(reference, stride);  // line 9
       if (!neighbour) {                                         // line 10
         log_("line 22: backtrack from ", reference, " (no untested neighbour)");
         queue.pop_front();                                      // line 22
         continue;
       }
+      std::optional<double> reject_above;  // the refined search: stop clearly slower neighbours early
+      if (params_.early_rejection > 0.0) reject_above = params_.early_rejection * details_.at(reference).slowest_block;
       const std::optional<double> t_neighbour =
-          process_blocks_with(*neighbour, measurement_role::neighbour);  // lines 11-12
+          process_blocks_with(*neighbour, measurement_role::neighbour, reject_above);  // lines 11-12
       if (!t_neighbour) return false;
-      if (similar(t_reference, *t_neighbour, params_.similarity)) {     // line 13
+      const bool rejected = details_.at(*neighbour).rejected;
+      if (!rejected && similar(t_reference, *t_neighbour, plateau_similarity(reference, *neighbour))) {  // line 13
         log_("line 14: plateau ", reference, " ~ ", *neighbour, ", fork");
         queue.push_back(*neighbour);                            // line 14: Push(Q, c_j)
       } else if (*t_neighbour < t_reference) {                  // line 15
@@ -153,8 +178,8 @@ class algorithm1 {
 
  private:
   /// Line 9, UntestedNeighborhoodOf(c_i), popped in search_space::neighbours' order.
-  std::optional<execution_params> first_untested_neighbour(const execution_params& reference) {
-    for (const execution_params& candidate : space_.neighbours(reference)) {
+  std::optional<execution_params> first_untested_neighbour(const execution_params& reference, std::uint32_t stride) {
+    for (const execution_params& candidate : space_.neighbours(reference, stride, params_.diagonal_neighbours)) {
       if (!times_.contains(candidate) && feasible(candidate)) return candidate;
     }
     return std::nullopt;
@@ -182,6 +207,21 @@ class algorithm1 {
     return std::nullopt;
   }
 
+  /// s for the plateau test of line 13: the paper's fixed s, or with noise_similarity the
+  /// measured noise of the two windows, capped at s.
+  double plateau_similarity(const execution_params& reference, const execution_params& neighbour) const {
+    if (params_.noise_similarity <= 0.0) return params_.similarity;
+    const double noise = std::max(details_.at(reference).noise, details_.at(neighbour).noise);
+    return std::min(params_.similarity, params_.noise_similarity * noise);
+  }
+
+  /// What the refined search keeps of each completed measurement besides t(c).
+  struct measured {
+    double noise = 0.0;          ///< normalized range of the kept window
+    double slowest_block = 0.0;  ///< the slowest block, discarded outliers included
+    bool rejected = false;       ///< stopped early as clearly slower
+  };
+
   const tuner_params& params_;
   const search_space& space_;
   const measure_fn& measure_;
@@ -191,6 +231,7 @@ class algorithm1 {
   host_stopwatch& watch_;
   tuning_report& report_;
   std::map<execution_params, double> times_;  // t(c) of every tested configuration
+  std::map<execution_params, measured> details_;
   std::map<execution_params, bool> feasible_;  // the caller's verdicts
   std::optional<execution_params> fastest_;    // c_f
 };

@@ -39,7 +39,14 @@ struct measurement {
   double seconds = 0.0;  ///< mean of the kept window
   unsigned blocks = 0;   ///< blocks processed, discarded ones included
   bool complete = false; ///< false: the input ran out first
+  bool rejected = false; ///< stopped early as clearly slower (the refined search only)
   std::vector<double> block_seconds;
+
+  /// Normalized range of the kept window: the measurement's own estimate of its noise.
+  double window_range(unsigned window_blocks) const noexcept {
+    const std::size_t kept = std::min<std::size_t>(window_blocks, block_seconds.size());
+    return normalized_range(std::span<const double>(block_seconds).last(kept));
+  }
 };
 
 /// Runs blocks with one configuration until its time can be trusted: `initial_blocks` (3)
@@ -49,8 +56,13 @@ struct measurement {
 ///
 /// `next_block()` returns the next block's time, or std::nullopt when the input has run out; the
 /// measurement is then incomplete and holds the mean of what was measured.
+///
+/// Beyond the paper (tuner_params::early_rejection): with `reject_above`, once at least
+/// `rejection_blocks` blocks ran and even the fastest of them is slower than `reject_above`, the
+/// measurement stops there, complete and `rejected`. Without it this is the paper's rule exactly.
 template <class NextBlock>
-measurement process_blocks_with(const tuner_params& params, NextBlock&& next_block) {
+measurement process_blocks_with(const tuner_params& params, NextBlock&& next_block,
+                                std::optional<double> reject_above = std::nullopt) {
   measurement result;
   result.block_seconds.reserve(params.max_blocks);
   std::size_t window_begin = 0;  // the window is block_seconds[window_begin, end)
@@ -65,6 +77,12 @@ measurement process_blocks_with(const tuner_params& params, NextBlock&& next_blo
     }
     result.block_seconds.push_back(*seconds);
     ++result.blocks;
+    if (reject_above && result.blocks >= params.rejection_blocks &&
+        *std::min_element(result.block_seconds.begin(), result.block_seconds.end()) > *reject_above) {
+      result.rejected = true;  // clearly slower: not worth a full measurement
+      if (result.block_seconds.size() - window_begin > params.initial_blocks) ++window_begin;
+      break;
+    }
     if (result.block_seconds.size() - window_begin > params.initial_blocks) ++window_begin;  // discard
     if (result.block_seconds.size() - window_begin == params.initial_blocks &&
         normalized_range(window()) <= params.max_variation) {

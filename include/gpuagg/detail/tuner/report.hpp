@@ -31,9 +31,21 @@ inline std::string_view to_string(cache_outcome outcome) noexcept {
 }
 
 inline std::ostream& operator<<(std::ostream& os, const tuner_params& params) {
-  return os << "s=" << params.similarity << " p=" << params.prune << " v_max=" << params.max_variation
-            << " b_max=" << params.max_blocks << " window=" << params.initial_blocks
-            << (params.use_cache ? "" : " no-cache");
+  std::ostringstream out;
+  out << "s=" << params.similarity << " p=" << params.prune << " v_max=" << params.max_variation
+      << " b_max=" << params.max_blocks << " window=" << params.initial_blocks;
+  if (params.is_paper_algorithm()) {
+    out << " (Algorithm 1)";
+  } else {
+    out << " (refined:" << (params.diagonal_neighbours ? " diagonal" : "") << " stride=" << params.coarse_stride;
+    if (params.noise_similarity > 0.0) out << " s'=" << params.noise_similarity << "*range";
+    if (params.early_rejection > 0.0) {
+      out << " reject=" << params.early_rejection << "x after " << params.rejection_blocks;
+    }
+    out << ')';
+  }
+  if (!params.use_cache) out << " no-cache";
+  return os << out.str();
 }
 
 inline std::ostream& operator<<(std::ostream& os, const tuning_key& key) {
@@ -92,6 +104,7 @@ inline std::ostream& operator<<(std::ostream& os, const tuning_report& report) {
     std::snprintf(figures, sizeof figures, "  %4zu  %-22s %12s %3u blocks  ", i + 1, params.str().c_str(),
                   detail::format_seconds(tried.seconds).c_str(), tried.blocks);
     out << figures << to_string(tried.role) << (tried.complete ? "" : " (incomplete)")
+        << (tried.rejected ? " (rejected early)" : "")
         << (report.winner && tried.params == *report.winner ? "  <- winner" : "") << '\n';
   }
   for (const std::string& warning : report.warnings) out << "  warning: " << warning << '\n';

@@ -50,21 +50,35 @@ inline execution_params search_space::clamp(execution_params params) const noexc
 }
 
 inline std::vector<execution_params> search_space::neighbours(const execution_params& params) const {
+  return neighbours(params, 2, false);
+}
+
+inline std::vector<execution_params> search_space::neighbours(const execution_params& params, std::uint32_t stride,
+                                                              bool diagonal) const {
   std::vector<execution_params> result;
-  result.reserve(4);
-  const auto add = [&](std::uint64_t groups, std::uint64_t size) {
-    if (groups == 0 || size == 0 || groups > 0xFFFFFFFFu || size > 0xFFFFFFFFu) return;
-    execution_params n{params.strategy,
-                       {static_cast<std::uint32_t>(groups), static_cast<std::uint32_t>(size)}};
-    if (contains(n)) result.push_back(n);
-  };
+  result.reserve(diagonal ? 6 : 4);
   const std::uint64_t groups = params.config.work_groups_per_cu;
   const std::uint64_t size = params.config.work_group_size;
-  // The documented order: more work groups, fewer work groups, larger groups, smaller groups.
-  add(groups * 2, size);
-  add(groups / 2, size);
-  add(groups, size * 2);
-  add(groups, size / 2);
+  const std::uint64_t step = stride;
+  // Multiplies or divides by `step`; a division that does not come out even leaves the grid.
+  const auto times = [step](std::uint64_t value) { return value * step; };
+  const auto divided = [step](std::uint64_t value) { return value % step == 0 ? value / step : 0; };
+  const auto add = [&](std::uint64_t new_groups, std::uint64_t new_size) {
+    if (new_groups == 0 || new_size == 0 || new_groups > 0xFFFFFFFFu || new_size > 0xFFFFFFFFu) return;
+    execution_params n{params.strategy,
+                       {static_cast<std::uint32_t>(new_groups), static_cast<std::uint32_t>(new_size)}};
+    if (contains(n)) result.push_back(n);
+  };
+  // The documented order: more work groups, fewer work groups, larger groups, smaller groups,
+  // then the two moves that keep the threads per compute unit.
+  add(times(groups), size);
+  add(divided(groups), size);
+  add(groups, times(size));
+  add(groups, divided(size));
+  if (diagonal) {
+    add(times(groups), divided(size));
+    add(divided(groups), times(size));
+  }
   return result;
 }
 
