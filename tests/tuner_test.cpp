@@ -463,6 +463,229 @@ TEST_CASE("pruning and backtracking: the exact sequence of Algorithm 1") {
   }
 }
 
+// -------------------------------------------------------------------------------------------------
+// The refined search (tuner_params' extensions beyond the paper)
+
+/// The refined search with only the named extensions: every other one at its paper value.
+constexpr tuner_params only_extensions(bool diagonal, unsigned stride, double noise, double rejection) {
+  tuner_params params = gpuagg::paper_params;
+  params.diagonal_neighbours = diagonal;
+  params.coarse_stride = stride;
+  params.noise_similarity = noise;
+  params.early_rejection = rejection;
+  return params;
+}
+
+TEST_CASE("search space: the refined neighbourhood, its strides and its order") {
+  const search_space space{};
+  // Paper order first, then the two moves that keep the threads per compute unit.
+  CHECK(space.neighbours(shared(4, 64), 2, true) ==
+        std::vector{shared(8, 64), shared(2, 64), shared(4, 128), shared(4, 32), shared(8, 32), shared(2, 128)});
+  CHECK(space.neighbours(shared(4, 64), 4, true) ==
+        std::vector{shared(16, 64), shared(1, 64), shared(4, 256), shared(4, 16), shared(16, 16), shared(1, 256)});
+  CHECK(space.neighbours(shared(4, 64), 2, false) == space.neighbours(shared(4, 64)));
+  // A division that does not come out even, or a step past the bounds, leaves the grid.
+  CHECK(space.neighbours(local(1, 1), 4, true) == std::vector{local(4, 1), local(1, 4)});
+  CHECK(space.neighbours(shared(2, 8), 4, true) == std::vector{shared(8, 8), shared(2, 32), shared(2, 2), shared(8, 2)});
+  CHECK(space.neighbours(shared(1024, 1024), 2, true) == std::vector{shared(512, 1024), shared(1024, 512)});
+  for (const auto& n : space.neighbours(independent(64, 16), 8, true)) {
+    CHECK(n.strategy == strategy_kind::independent);
+    CHECK(space.contains(n));
+  }
+}
+
+TEST_CASE("ProcessBlocksWith with early rejection: clearly slower configurations stop early") {
+  using gpuagg::detail::process_blocks_with;
+  const auto feed = [](std::vector<double> times) {
+    return [times = std::move(times), next = std::size_t{0}]() mutable -> std::optional<double> {
+      if (next == times.size()) return std::nullopt;
+      return times[next++];
+    };
+  };
+  constexpr tuner_params params{};  // rejection_blocks = 2
+  SUBCASE("both blocks above the bound: rejected after rejection_blocks blocks") {
+    const auto m = process_blocks_with(params, feed({2.0, 2.1, 2.0, 2.0}), 1.5);
+    CHECK(m.rejected);
+    CHECK(m.complete);
+    CHECK(m.blocks == 2);
+  }
+  SUBCASE("a single slow block never rejects: the second is below the bound") {
+    const auto m = process_blocks_with(params, feed({3.0, 1.0, 1.0, 1.0, 9.0}), 1.5);
+    CHECK_FALSE(m.rejected);
+    CHECK(m.blocks == 4);  // the paper's rule: the outlier is discarded
+    CHECK(m.seconds == doctest::Approx(1.0));
+  }
+  SUBCASE("rejection_blocks = 1 rejects on the first block") {
+    constexpr tuner_params eager{.rejection_blocks = 1};
+    const auto m = process_blocks_with(eager, feed({3.0, 1.0, 1.0, 1.0}), 1.5);
+    CHECK(m.rejected);
+    CHECK(m.blocks == 1);
+  }
+  SUBCASE("without a bound it is the paper's rule, whatever the parameters") {
+    const auto m = process_blocks_with(params, feed({2.0, 2.1, 2.0, 2.0}));
+    CHECK_FALSE(m.rejected);
+    CHECK(m.blocks == 4);
+  }
+  SUBCASE("the window's noise") {
+    const auto m = process_blocks_with(params, feed({9.0, 1.0, 1.01, 0.99}));
+    CHECK(m.window_range(3) == doctest::Approx(0.02));
+  }
+}
+
+TEST_CASE("diagonal neighbours: a valley of constant threads per compute unit") {
+  // Time grows with the distance of the thread count from 2^9 per CU (a valley along the
+  // diagonal, like INDEPENDENT's) and, gently, with the distance of groups per CU from 64. From
+  // 1x512 every axis move leaves the valley (slower by far more than s), so Algorithm 1 stops
+  // there; a diagonal move stays in it and slides to 64x8.
+  const auto valley = [](const execution_params& p) {
+    const double x = std::log2(p.config.work_groups_per_cu);
+    const double y = std::log2(p.config.work_group_size);
+    return (1.0 + 0.3 * std::abs(x + y - 9.0)) * (1.0 + 0.02 * (x - 6.0) * (x - 6.0));
+  };
+  const std::vector initial{shared(1, 512)};
+  synthetic_space paper_space{valley};
+  const auto paper = uncached<gpuagg::paper_params>().search(std::ref(paper_space), 100000, always, initial);
+  CHECK(*paper.winner == shared(1, 512));
+
+  synthetic_space axis_space{valley};
+  const auto axis_only =
+      uncached<only_extensions(false, 4, 0.0, 0.0)>().search(std::ref(axis_space), 100000, always, initial);
+  CHECK(*axis_only.winner == shared(1, 512));  // a wider stride alone does not help here
+
+  synthetic_space diagonal_space{valley};
+  const auto diagonal =
+      uncached<only_extensions(true, 2, 0.0, 0.0)>().search(std::ref(diagonal_space), 100000, always, initial);
+  CHECK(*diagonal.winner == shared(64, 8));
+  CHECK(*diagonal.winner == optimum_of(valley, search_space{}, [](const execution_params& p) {
+    return p.strategy == strategy_kind::shared;
+  }));
+
+  synthetic_space refined_space{valley};
+  const auto refined = uncached().search(std::ref(refined_space), 100000, always, initial);
+  CHECK(*refined.winner == shared(64, 8));
+  CHECK(refined.converged);
+}
+
+TEST_CASE("coarse stride: the first pass steps over a bump the paper's neighbourhood cannot cross") {
+  // A bowl around 64x512 with a wall at 2 groups per CU: from 1x512 every stride-2 neighbour on
+  // the way is on the wall (axis and diagonal alike), so a stride-2 search stays at 1 group per
+  // CU; a stride-4 step lands behind the wall, and the stride-2 pass then finishes the descent.
+  const auto walled = [](const execution_params& p) {
+    const double x = std::log2(p.config.work_groups_per_cu);
+    const double y = std::log2(p.config.work_group_size);
+    return (1.0 + 0.05 * ((x - 6.0) * (x - 6.0) + (y - 9.0) * (y - 9.0))) + (p.config.work_groups_per_cu == 2 ? 2.0 : 0.0);
+  };
+  const std::vector initial{shared(1, 512)};
+  synthetic_space paper_space{walled};
+  const auto paper = uncached<gpuagg::paper_params>().search(std::ref(paper_space), 100000, always, initial);
+  CHECK(paper.winner->config.work_groups_per_cu == 1);
+
+  synthetic_space diagonal_space{walled};
+  const auto diagonal =
+      uncached<only_extensions(true, 2, 0.0, 0.0)>().search(std::ref(diagonal_space), 100000, always, initial);
+  CHECK(diagonal.winner->config.work_groups_per_cu == 1);
+
+  synthetic_space coarse_space{walled};
+  auto coarse_tuner = uncached<only_extensions(false, 4, 0.0, 0.0)>();
+  std::ostringstream log;
+  coarse_tuner.log_to(&log);
+  const auto coarse = coarse_tuner.search(std::ref(coarse_space), 100000, always, initial);
+  CHECK(*coarse.winner == shared(64, 512));
+  CHECK(coarse.find(shared(4, 512)) != nullptr);  // the stride-4 step over the wall
+  CHECK(log.str().find("pass at stride 2 from c_f") != std::string::npos);
+
+  synthetic_space refined_space{walled};
+  const auto refined = uncached().search(std::ref(refined_space), 100000, always, initial);
+  CHECK(*refined.winner == shared(64, 512));
+}
+
+TEST_CASE("early rejection: clearly slower neighbours cost rejection_blocks blocks, the winner is the same") {
+  synthetic_space paper_space{bowl(1.0, 4, 6, 0.3)};  // steep: most neighbours are far slower
+  const std::vector initial{shared(1, 512)};
+  const auto paper = uncached<gpuagg::paper_params>().search(std::ref(paper_space), 100000, always, initial);
+  synthetic_space rejecting_space{bowl(1.0, 4, 6, 0.3)};
+  const auto rejecting =
+      uncached<only_extensions(false, 2, 0.0, 1.05)>().search(std::ref(rejecting_space), 100000, always, initial);
+  CHECK(*rejecting.winner == *paper.winner);
+  CHECK(*rejecting.winner == shared(16, 64));
+  // The same configurations, in the same order: only the slower ones' measurements are shorter.
+  CHECK(rejecting_space.sequence() == paper_space.sequence());
+  std::size_t rejected = 0;
+  for (const auto& tried : rejecting.tried) {
+    if (!tried.rejected) {
+      CHECK(tried.blocks == 3);
+      continue;
+    }
+    ++rejected;
+    CHECK(tried.blocks == 2);
+    CHECK(tried.role == measurement_role::neighbour);
+    CHECK(tried.seconds > 1.05 * rejecting.winner_seconds);
+  }
+  CHECK(rejected > 0);
+  CHECK(rejecting.exploration_blocks == paper.exploration_blocks - rejected);
+  for (const auto& tried : paper.tried) CHECK_FALSE(tried.rejected);
+  std::ostringstream text;
+  text << rejecting;
+  CHECK(text.str().find("(rejected early)") != std::string::npos);
+
+  SUBCASE("the reference's own start-up outlier raises the bar") {
+    // Every configuration's first block is 3x slower (section 3.6): comparing with the
+    // reference's slowest block keeps that from rejecting a neighbour that is only a little slower.
+    synthetic_space outliers{bowl(1.0, 2, 8)};
+    outliers.block_time = [&outliers](const execution_params& p, unsigned block) {
+      return block == 0 ? 3.0 * outliers.time(p) : outliers.time(p);
+    };
+    const auto report = uncached().search(std::ref(outliers), 100000, always, initial);
+    CHECK(*report.winner == shared(4, 256));
+    // A neighbour is rejected only when its fastest block exceeds 1.05 x its reference's 3x
+    // first block: only configurations over 3.15x slower than the optimum.
+    for (const auto& tried : report.tried) {
+      if (tried.rejected) CHECK(outliers.time(tried.params) > 3.0 * 1.05 * outliers.time(shared(4, 256)));
+    }
+  }
+}
+
+TEST_CASE("noise-scaled plateau test: forks follow the measured noise, capped by s") {
+  // 1x512 is a strict local minimum; 2x512 is 3% slower and leads to 4x512. Stride 2, no
+  // diagonal, no rejection: only the plateau test differs.
+  const auto times = table({{shared(1, 512), 1.00}, {shared(2, 512), 1.03}, {shared(4, 512), 0.50}}, 2.0);
+  const std::vector initial{shared(1, 512)};
+  constexpr tuner_params noise_scaled = only_extensions(false, 2, 1.0 / 1.693, 0.0);
+  const auto with_noise = [&times](double amplitude) {
+    synthetic_space space{times};
+    space.block_time = [&space, amplitude](const execution_params& p, unsigned block) {
+      return space.time(p) * (1.0 + (block % 2 == 0 ? -amplitude : amplitude));
+    };
+    return space;
+  };
+  SUBCASE("noise-free blocks: s' = 0, a strict descent that stops at 1x512") {
+    synthetic_space space{times};
+    const auto report = uncached<noise_scaled>().search(std::ref(space), 1000, always, initial);
+    CHECK(*report.winner == shared(1, 512));
+    CHECK(report.find(shared(4, 512)) == nullptr);
+  }
+  SUBCASE("+-1% blocks: s' ~ 1.2% < 3%, no fork") {
+    synthetic_space space = with_noise(0.01);
+    const auto report = uncached<noise_scaled>().search(std::ref(space), 1000, always, initial);
+    CHECK(*report.winner == shared(1, 512));
+  }
+  SUBCASE("+-3% blocks: s' ~ 3.5% covers the 3% step, the fork crosses to 4x512") {
+    synthetic_space space = with_noise(0.03);
+    const auto report = uncached<noise_scaled>().search(std::ref(space), 1000, always, initial);
+    CHECK(*report.winner == shared(4, 512));
+  }
+  SUBCASE("s caps it: with s = 0.02 even +-10% blocks do not fork a 3% step") {
+    constexpr tuner_params capped = [] {
+      tuner_params params = only_extensions(false, 2, 1.0 / 1.693, 0.0);
+      params.similarity = 0.02;
+      return params;
+    }();
+    synthetic_space space = with_noise(0.10);
+    const auto report = uncached<capped>().search(std::ref(space), 1000, always, initial);
+    CHECK(*report.winner == shared(1, 512));
+  }
+}
+
 TEST_CASE("infeasible configurations are never measured") {
   // SHARED only up to 128 work items, WORKGROUPLOCAL only up to 8 groups per CU, no INDEPENDENT.
   const auto feasible = [](const execution_params& p) {
