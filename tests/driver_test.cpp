@@ -378,3 +378,21 @@ TEST_CASE("host input: pinned_array is copied without staging, large pageable bl
     }
   }
 }
+
+TEST_CASE("the sample profile: exact distinct count on a whole input, the hottest key's share, the GEE bounds") {
+  std::mt19937_64 rng(fresh_seed());
+  std::vector<std::uint64_t> keys;
+  for (std::uint64_t k = 0; k < 1000; ++k) keys.push_back(k * 0x100000000ULL);  // keys that collide in low bits
+  for (int i = 0; i < 1000; ++i) keys.push_back(~std::uint64_t{0});             // the empty marker's key, hot
+  std::shuffle(keys.begin(), keys.end(), rng);
+  const auto whole = detail::profile_sample(keys, keys.size());
+  CHECK(whole.estimated_groups == 1001);
+  CHECK(whole.hottest_key_share == doctest::Approx(0.5));
+  // A sample of a larger input: the estimate lies between the sample's distinct keys and the rows.
+  const auto part = detail::profile_sample(keys, 1'000'000);
+  CHECK(part.estimated_groups >= 1001);
+  CHECK(part.estimated_groups <= 1'000'000);
+  const std::vector<std::uint32_t> one(100, 7u);
+  CHECK(detail::profile_sample(one, 100).estimated_groups == 1);
+  CHECK(detail::profile_sample(one, 100).hottest_key_share == doctest::Approx(1.0));
+}

@@ -218,7 +218,8 @@ TEST_CASE("tuner_params is a literal type usable as a non-type template paramete
                                                   .diagonal_neighbours = false,
                                                   .coarse_stride = 2,
                                                   .noise_similarity = 0.0,
-                                                  .early_rejection = 0.0}>>);
+                                                  .early_rejection = 0.0,
+                                                  .neighbour_entry_distance = 0}>>);
   static_assert(!std::is_same_v<tuner<>, tuner<gpuagg::strict_gradient_params>>);
   static_assert(!std::is_same_v<tuner<>, tuner<gpuagg::paper_params>>);
 
@@ -902,6 +903,89 @@ TEST_CASE("cache: a changed space makes the check fail and the search run again"
     CHECK(report.cache == cache_outcome::miss);
     for (const auto& p : space.blocks) CHECK(feasible(p));
     CHECK(*report.winner == shared(16, 64));
+  }
+}
+
+TEST_CASE("cache: a miss starts from the winner stored for the nearest group count") {
+  const cache_dir dir;
+  const std::vector initial{shared(1, 512), local(4, 512)};
+  const auto shared_only = [](const execution_params& p) { return p.strategy == strategy_kind::shared; };
+  // 2^20 groups is tuned cold and stored.
+  synthetic_space first_space{bowl(1.0, 3, 7)};
+  const auto first = tuner<>().search(std::ref(first_space), 100000, shared_only, initial, sample_key);
+  REQUIRE(*first.winner == shared(8, 128));
+  CHECK_FALSE(first.started_from_groups_log2);
+
+  SUBCASE("2^22 groups: a miss that starts from 2^20's winner instead of SHARED's 1x512") {
+    tuning_key near = sample_key;
+    near.groups_log2 = 22;
+    synthetic_space space{bowl(1.0, 4, 7)};  // the optimum moved a little: 16x128
+    const auto report = tuner<>().search(std::ref(space), 100000, shared_only, initial, near);
+    CHECK(report.cache == cache_outcome::miss);
+    REQUIRE(report.started_from_groups_log2);
+    CHECK(*report.started_from_groups_log2 == 20);
+    CHECK(report.tried.front().params == shared(8, 128));
+    CHECK(report.tried.front().role == measurement_role::initial);
+    CHECK(report.find(shared(1, 512)) == nullptr);  // replaced, not measured
+    CHECK(*report.winner == shared(16, 128));
+    std::ostringstream text;
+    text << report;
+    CHECK(text.str().find("started from the winner stored for 2^20 groups") != std::string::npos);
+
+    synthetic_space cold_space{bowl(1.0, 4, 7)};
+    const auto cold = uncached().search(std::ref(cold_space), 100000, shared_only, initial);
+    CHECK(*cold.winner == shared(16, 128));
+    CHECK(report.exploration_blocks < cold.exploration_blocks);
+  }
+  SUBCASE("too far (2^23, distance 3 > 2), the paper's search, or no initial configuration of that strategy: "
+          "no borrowed start") {
+    tuning_key far = sample_key;
+    far.groups_log2 = 23;
+    synthetic_space space{bowl(1.0, 3, 7)};
+    const auto report = tuner<>().search(std::ref(space), 100000, shared_only, initial, far);
+    CHECK_FALSE(report.started_from_groups_log2);
+    CHECK(report.tried.front().params == shared(1, 512));
+
+    tuning_key near = sample_key;
+    near.groups_log2 = 21;
+    synthetic_space paper_space{bowl(1.0, 3, 7)};
+    const auto paper = tuner<gpuagg::paper_params>().search(std::ref(paper_space), 100000, shared_only, initial, near);
+    CHECK_FALSE(paper.started_from_groups_log2);
+    CHECK(paper.tried.front().params == shared(1, 512));
+
+    near.groups_log2 = 19;
+    synthetic_space local_space{bowl(1.0, 3, 7)};
+    const auto local_start = tuner<>().search(std::ref(local_space), 100000, always, std::vector{local(4, 512)}, near);
+    CHECK_FALSE(local_start.started_from_groups_log2);
+    for (const auto& tried : local_start.tried) CHECK(tried.params.strategy == strategy_kind::workgroup_local);
+  }
+  SUBCASE("load_nearest: the nearest entry, the smaller group count on a tie, only the same query") {
+    const tuning_cache cache = tuning_cache::from_environment();
+    std::vector<std::string> warnings;
+    tuning_key key = sample_key;
+    key.groups_log2 = 24;
+    CHECK(cache.store(key, {shared(64, 64), 2.0}, warnings));
+    tuning_key other_query = sample_key;
+    other_query.query = "count(*) group by g";
+    other_query.groups_log2 = 21;
+    CHECK(cache.store(other_query, {shared(2, 2), 3.0}, warnings));
+
+    tuning_key wanted = sample_key;
+    wanted.groups_log2 = 22;  // 2^20 and 2^24 both 2 away
+    auto nearest = cache.load_nearest(wanted, 2, warnings);
+    REQUIRE(nearest);
+    CHECK(nearest->first == 20);
+    CHECK(nearest->second.params == shared(8, 128));
+    wanted.groups_log2 = 23;  // 2^24 is 1 away; 2^21 is another query
+    nearest = cache.load_nearest(wanted, 2, warnings);
+    REQUIRE(nearest);
+    CHECK(nearest->first == 24);
+    CHECK(nearest->second.params == shared(64, 64));
+    CHECK_FALSE(cache.load_nearest(wanted, 0, warnings));
+    wanted.groups_log2 = 20;  // the exact key is not a neighbour of itself
+    nearest = cache.load_nearest(wanted, 3, warnings);
+    CHECK_FALSE(nearest);
+    CHECK(warnings.empty());
   }
 }
 

@@ -19,7 +19,6 @@
 #include <sstream>
 #include <string>
 #include <tuple>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -75,21 +74,36 @@ struct sample_profile {
 template <class Bits>
 sample_profile profile_sample(const std::vector<Bits>& sample, std::uint64_t rows) {
   if (sample.empty()) return {};
-  std::unordered_map<Bits, std::uint32_t> frequency;
-  frequency.reserve(sample.size() * 2);
+  // Frequencies in a flat open-addressing table (linear probing, at most half full): a
+  // node-based map costs about a millisecond for 16 Ki distinct keys, a query's whole budget
+  // at low cardinality.
+  std::size_t size = 2;
+  while (size < sample.size() * 2) size *= 2;
+  const std::size_t mask = size - 1;
+  std::vector<Bits> keys(size);
+  std::vector<std::uint32_t> counts(size, 0);
   std::uint32_t top = 0;
-  for (const auto key : sample) top = std::max(top, ++frequency[key]);
+  std::size_t distinct = 0;
+  for (const auto key : sample) {
+    std::size_t at = static_cast<std::size_t>((std::uint64_t(key) * 0x9E3779B97F4A7C15ULL) >> 32) & mask;
+    while (counts[at] != 0 && keys[at] != key) at = (at + 1) & mask;
+    if (counts[at] == 0) {
+      keys[at] = key;
+      ++distinct;
+    }
+    top = std::max(top, ++counts[at]);
+  }
   sample_profile profile;
   profile.hottest_key_share = double(top) / double(sample.size());
-  const double distinct = double(frequency.size());
   if (sample.size() >= rows) {
-    profile.estimated_groups = frequency.size();
+    profile.estimated_groups = distinct;
     return profile;
   }
   double singletons = 0;
-  for (const auto& entry : frequency) singletons += entry.second == 1 ? 1 : 0;
-  const double estimate = std::sqrt(double(rows) / double(sample.size())) * singletons + (distinct - singletons);
-  profile.estimated_groups = static_cast<std::uint64_t>(std::clamp(estimate, distinct, double(rows)));
+  for (const auto count : counts) singletons += count == 1 ? 1 : 0;
+  const double estimate =
+      std::sqrt(double(rows) / double(sample.size())) * singletons + (double(distinct) - singletons);
+  profile.estimated_groups = static_cast<std::uint64_t>(std::clamp(estimate, double(distinct), double(rows)));
   return profile;
 }
 
@@ -121,10 +135,20 @@ class aggregation_driver {
     on_device_ = columns_.front().on_device();
     std::size_t widest = 1;
     for (const auto& c : columns_) widest = std::max(widest, c.element_size);
-    const std::size_t block_bytes = opts_.block_bytes.value_or(on_device_ ? std::size_t{64} << 20 : std::size_t{16} << 20);
-    block_rows_ = std::max<std::size_t>(block_bytes / widest, 1);
-    blocks_total_ = rows_ == 0 ? 0 : (rows_ + block_rows_ - 1) / block_rows_;
     window_ = std::max<std::size_t>(opts_.blocks_in_flight, 1);
+    if (opts_.block_bytes) {
+      block_rows_ = std::max<std::size_t>(*opts_.block_bytes / widest, 1);
+    } else if (on_device_) {
+      // Large blocks (fewer launches, fewer per-work-group merges), as long as the spill area
+      // of the blocks in flight stays within min(1 GiB, 1/32 of device memory).
+      const std::uint64_t spill_budget = std::min<std::uint64_t>(std::uint64_t{1} << 30, ctx_.info().global_mem_bytes / 32);
+      const std::uint64_t by_spill = spill_budget / (Bound::bucket_bytes * window_);
+      block_rows_ = static_cast<std::size_t>(std::max<std::uint64_t>(
+          std::min<std::uint64_t>((std::uint64_t{256} << 20) / widest, by_spill), std::uint64_t{1} << 20));
+    } else {
+      block_rows_ = (std::size_t{16} << 20) / widest;
+    }
+    blocks_total_ = rows_ == 0 ? 0 : (rows_ + block_rows_ - 1) / block_rows_;
     stats_.device = ctx_.info().name;
     stats_.rows = rows_;
     builds_before_ = ctx_.programs_built();

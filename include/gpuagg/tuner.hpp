@@ -27,6 +27,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace gpuagg {
@@ -37,11 +38,11 @@ namespace gpuagg {
 /// The tuner's hyper parameters. A literal, structural type, so it configures the tuner at
 /// compile time: `tuner<gpuagg::paper_params>` is Algorithm 1 exactly as the paper states it.
 ///
-/// The first five fields are the paper's (section 4.1, Table 1). The next five extend the
+/// The first five fields are the paper's (section 4.1, Table 1). The next six extend the
 /// search beyond the paper (docs/autotuning.md, "The refined search"); each one's paper value
 /// turns its extension off, and `paper_params` sets all of them so. The defaults are the refined
-/// search, which replay on the recorded H100 spaces found better on every metric but effort
-/// (docs/autotuning.md has the figures).
+/// search, which replay on the recorded H100 spaces found better than Algorithm 1 in quality and
+/// in effort (docs/autotuning.md has the figures).
 struct tuner_params {
   /// s: two runtimes are similar (a performance plateau) when
   /// (1-s) t(c_i) <= t(c_j) <= (1+s) t(c_i). s = 0 ignores plateaus (strict gradient). With
@@ -81,6 +82,11 @@ struct tuner_params {
   /// Blocks a neighbour runs at least before early rejection may abandon it; 2 means a single
   /// outlier block never rejects a configuration.
   unsigned rejection_blocks = 2;
+  /// Beyond the paper. > 0: on a cache miss, the stored winner of the nearest group count of the
+  /// same device and query, at most this many powers of two away, replaces its strategy's
+  /// initial configuration (section 4.3 suggests predicting a start and fine-tuning it). Needs a
+  /// key and use_cache. Paper: 0 (off).
+  unsigned neighbour_entry_distance = 2;
 
   /// Consult and update the persistent cache when the caller gives a tuning_key.
   bool use_cache = true;
@@ -94,21 +100,26 @@ struct tuner_params {
   }
   /// True when every extension is off: the search is Algorithm 1 as the paper states it.
   constexpr bool is_paper_algorithm() const noexcept {
-    return !diagonal_neighbours && coarse_stride == 2 && noise_similarity == 0.0 && early_rejection == 0.0;
+    return !diagonal_neighbours && coarse_stride == 2 && noise_similarity == 0.0 && early_rejection == 0.0 &&
+           neighbour_entry_distance == 0;
   }
   friend constexpr bool operator==(const tuner_params&, const tuner_params&) = default;
 };
 
 /// Algorithm 1 exactly as the paper states it, with Table 1's second row (s = 0.06,
 /// p = 1.07, v_max = 0.019, b_max = 10): the "detection of performance plateaus" scenario.
-inline constexpr tuner_params paper_params{
-    .diagonal_neighbours = false, .coarse_stride = 2, .noise_similarity = 0.0, .early_rejection = 0.0};
+inline constexpr tuner_params paper_params{.diagonal_neighbours = false,
+                                           .coarse_stride = 2,
+                                           .noise_similarity = 0.0,
+                                           .early_rejection = 0.0,
+                                           .neighbour_entry_distance = 0};
 /// Table 1, first row: Algorithm 1 ignoring performance plateaus (s = 0).
 inline constexpr tuner_params strict_gradient_params{.similarity = 0.0,
                                                      .diagonal_neighbours = false,
                                                      .coarse_stride = 2,
                                                      .noise_similarity = 0.0,
-                                                     .early_rejection = 0.0};
+                                                     .early_rejection = 0.0,
+                                                     .neighbour_entry_distance = 0};
 /// Table 1, second row: the same as `paper_params`.
 inline constexpr tuner_params plateau_params = paper_params;
 /// The refined search (the defaults).
@@ -243,6 +254,10 @@ class tuning_cache {
   const std::filesystem::path& path() const noexcept { return file_; }
 
   std::optional<cache_entry> load(const tuning_key& key, std::vector<std::string>& warnings) const;
+  /// The entry of the same device, driver, query and key type whose groups_log2 is nearest to
+  /// the key's, 1..max_distance away (the smaller group count on a tie), with that groups_log2.
+  std::optional<std::pair<int, cache_entry>> load_nearest(const tuning_key& key, int max_distance,
+                                                          std::vector<std::string>& warnings) const;
   /// Inserts or replaces the entry of `key`; false (with a warning) where it could not write.
   bool store(const tuning_key& key, const cache_entry& entry, std::vector<std::string>& warnings) const;
 
@@ -297,6 +312,8 @@ struct tuning_report {
   double winner_block_seconds = 0.0;        ///< their summed block times (0 where the driver
                                             ///< pipelined them through run_remaining)
   cache_outcome cache = cache_outcome::not_used;
+  std::optional<int> started_from_groups_log2;  ///< a miss started from this group count's entry
+                                                ///< (tuner_params::neighbour_entry_distance)
   std::vector<std::string> warnings;        ///< cache trouble, no feasible configuration, ...
   double host_seconds = 0.0;                ///< the tuner's own bookkeeping time (no blocks, no I/O)
 

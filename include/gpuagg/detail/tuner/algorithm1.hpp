@@ -87,8 +87,9 @@ class algorithm1 {
 
   /// Lines 1-3 for every initial configuration (section 4.1, "Optimizing multiple
   /// parallelization strategies": all are evaluated and added to Q before the loop), then the
-  /// main loop, lines 4-24. True when Q ran empty (converged); false when the input ran out or
-  /// nothing was feasible. The caller then calls `finish`.
+  /// main loop, lines 4-24 (the refined search: once per stride, see tuner_params::coarse_stride).
+  /// True when Q ran empty in the last pass (converged); false when the input ran out or nothing
+  /// was feasible. The caller then calls `finish`.
   bool run(std::span<const execution_params> initial) {
     std::deque<execution_params> queue;  // Q: FIFO of reference configurations
     for (const execution_params& requested : initial) {

@@ -144,6 +144,32 @@ inline std::optional<cache_entry> tuning_cache::load(const tuning_key& key, std:
   return std::nullopt;
 }
 
+inline std::optional<std::pair<int, cache_entry>> tuning_cache::load_nearest(const tuning_key& key, int max_distance,
+                                                                             std::vector<std::string>& warnings) const {
+  if (!enabled() || max_distance < 1) return std::nullopt;
+  const std::lock_guard lock(detail::cache_file_mutex());
+  detail::cache_document document = detail::read_cache_document(file_);
+  if (document.status == detail::cache_document::state::missing) return std::nullopt;
+  if (document.status == detail::cache_document::state::unusable) {
+    detail::warn_once("tuning cache " + file_.string() + " " + document.problem + "; tuning without it", warnings);
+    return std::nullopt;
+  }
+  std::optional<std::pair<int, cache_entry>> nearest;
+  for (const nlohmann::json& entry : document.json["entries"]) {
+    tuning_key other = key;
+    other.groups_log2 = entry.is_object() ? entry.value("groups_log2", key.groups_log2) : key.groups_log2;
+    const int distance = std::abs(other.groups_log2 - key.groups_log2);
+    if (distance < 1 || distance > max_distance || !detail::entry_matches(entry, other)) continue;
+    const auto parsed = detail::parse_entry(entry);
+    if (!parsed) continue;  // a corrupt neighbour is only a start not taken
+    const int best = nearest ? std::abs(nearest->first - key.groups_log2) : max_distance + 1;
+    if (distance < best || (distance == best && other.groups_log2 < nearest->first)) {
+      nearest.emplace(other.groups_log2, *parsed);
+    }
+  }
+  return nearest;
+}
+
 inline bool tuning_cache::store(const tuning_key& key, const cache_entry& entry,
                                 std::vector<std::string>& warnings) const {
   if (!enabled()) return false;

@@ -42,6 +42,7 @@ inline std::ostream& operator<<(std::ostream& os, const tuner_params& params) {
     if (params.early_rejection > 0.0) {
       out << " reject=" << params.early_rejection << "x after " << params.rejection_blocks;
     }
+    if (params.neighbour_entry_distance > 0) out << " neighbour-entry<=" << params.neighbour_entry_distance;
     out << ')';
   }
   if (!params.use_cache) out << " no-cache";
@@ -80,7 +81,11 @@ inline std::ostream& operator<<(std::ostream& os, const tuning_report& report) {
     out << "none";
   }
   out << (report.converged ? " (converged)" : " (not converged: the input ran out or nothing was feasible)") << '\n';
-  out << "  cache:      " << to_string(report.cache) << '\n';
+  out << "  cache:      " << to_string(report.cache);
+  if (report.started_from_groups_log2) {
+    out << " (started from the winner stored for 2^" << *report.started_from_groups_log2 << " groups)";
+  }
+  out << '\n';
   out << "  explored:   " << report.tried.size() << " configurations, " << report.exploration_blocks << " blocks, "
       << detail::format_seconds(report.exploration_seconds) << '\n';
   if (report.confirmation_blocks > 0) {

@@ -9,6 +9,7 @@
 
 #include <gpuagg/error.hpp>
 
+#include <algorithm>
 #include <functional>
 #include <iostream>
 #include <utility>
@@ -21,7 +22,9 @@ namespace detail {
 /// once with ProcessBlocksWith; if that time is within s of the stored one, it wins without a
 /// search; otherwise Algorithm 1 runs in full, the stored winner (already measured) joining the
 /// initial configurations, and the new winner replaces the entry. Only a converged search is
-/// stored: a search cut short by the end of the input has not found its minimum.
+/// stored: a search cut short by the end of the input has not found its minimum. On a miss, with
+/// tuner_params::neighbour_entry_distance, the winner stored for the nearest group count (of the
+/// same device and query) replaces its strategy's initial configuration.
 inline tuning_report tune(const tuner_params& params, const search_space& space, const tuning_cache& cache,
                           std::ostream* log_sink, const measure_fn& measure, std::size_t blocks_available,
                           const feasibility_fn& feasible, std::span<const execution_params> initial,
@@ -77,11 +80,36 @@ inline tuning_report tune(const tuner_params& params, const search_space& space,
     log("no cache path (GPUAGG_CACHE_DIR, XDG_CACHE_HOME, HOME unset); tuning without a cache");
   }
 
+  // Beyond the paper: a miss borrows the nearest group count's winner as a start.
+  std::optional<execution_params> borrowed;
+  if (caching && report.cache == cache_outcome::miss && params.neighbour_entry_distance > 0) {
+    std::optional<std::pair<int, cache_entry>> nearest;
+    {
+      const stopwatch_pause pause(watch);
+      nearest = cache.load_nearest(*key, static_cast<int>(params.neighbour_entry_distance), report.warnings);
+    }
+    if (nearest && search.feasible(nearest->second.params)) {
+      borrowed = nearest->second.params;
+      report.started_from_groups_log2 = nearest->first;
+      log("starting from ", *borrowed, ", the winner stored for 2^", nearest->first, " groups");
+    }
+  }
+
+  const std::size_t first_initial = starts.size();
   if (initial.empty()) {
     const std::vector<execution_params> defaults = default_initial_configs(space);
     starts.insert(starts.end(), defaults.begin(), defaults.end());
   } else {
     starts.insert(starts.end(), initial.begin(), initial.end());
+  }
+  if (borrowed) {  // replaces its strategy's initial configuration; never adds a strategy
+    const auto same_strategy = std::find_if(starts.begin() + static_cast<std::ptrdiff_t>(first_initial), starts.end(),
+                                            [&](const execution_params& p) { return p.strategy == borrowed->strategy; });
+    if (same_strategy != starts.end()) {
+      *same_strategy = *borrowed;
+    } else {
+      report.started_from_groups_log2.reset();
+    }
   }
   search.finish(search.run(starts));
 
