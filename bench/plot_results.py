@@ -137,22 +137,34 @@ def main():
         fig.tight_layout()
         fig.savefig(os.path.join(IMG, "h100_heatmap_shared_2p24.png"), dpi=110)
 
-    # The tuner (tuner_eval's replay of search_space.csv): quality and cost per group count.
+    # The tuner (tuner_eval's replay of search_space.csv): quality and cost per group count, the
+    # default tuner (the refined search) solid, Algorithm 1 as the paper states it dashed.
     eval_path = os.path.join(RESULTS, "tuner_eval.csv")
     if os.path.exists(eval_path):
-        cases = [r for r in csv.DictReader(open(eval_path)) if r["mode"] == "s=0.06,p=1.07"]
-        fig, (top, bottom) = plt.subplots(2, 1, figsize=(7, 6), sharex=True)
-        for strategy, marker in (("SHARED", "s"), ("INDEPENDENT", "^"), ("WORKGROUPLOCAL", "o")):
-            mine = sorted((int(r["groups_log2"]), r) for r in cases if r["strategy"] == strategy)
-            top.plot([g for g, _ in mine], [float(r["quality"]) for _, r in mine], marker + "-", label=strategy)
-            bottom.plot([g for g, _ in mine], [float(r["cost_blocks"]) for _, r in mine], marker + "-", label=strategy)
-        top.axhline(1.01, color="grey", ls="--", lw=1)
+        rows_by_mode = defaultdict(list)
+        for r in csv.DictReader(open(eval_path)):
+            if r["strategy"] != "ALL":  # one strategy at a time, as the paper replays them
+                rows_by_mode[r["mode"]].append(r)
+        fig, (top, bottom) = plt.subplots(2, 1, figsize=(7, 6.5), sharex=True)
+        for mode, style, name in (("default (refined)", "-", "refined"), ("paper s=0.06,p=1.07", "--", "Algorithm 1")):
+            cases = rows_by_mode.get(mode, [])
+            for (strategy, marker), colour in zip((("SHARED", "s"), ("INDEPENDENT", "^"), ("WORKGROUPLOCAL", "o")),
+                                                  ("C0", "C1", "C2")):
+                mine = sorted((int(r["groups_log2"]), r) for r in cases if r["strategy"] == strategy)
+                label = f"{strategy}, {name}"
+                top.plot([g for g, _ in mine], [float(r["quality"]) for _, r in mine], marker + style, color=colour,
+                         label=label, alpha=1.0 if style == "-" else 0.6)
+                bottom.plot([g for g, _ in mine], [float(r["cost_blocks"]) for _, r in mine], marker + style,
+                            color=colour, alpha=1.0 if style == "-" else 0.6)
+        top.axhline(1.01, color="grey", ls=":", lw=1)
         top.set_ylabel("quality (found / optimum)")
         top.set_yscale("log")
-        top.set_title("Algorithm 1 (s=0.06, p=1.07) replayed on the H100's search spaces")
-        top.legend(fontsize=8)
+        top.set_title("The tuner replayed on the H100's search spaces (solid: refined, dashed: Algorithm 1)",
+                      fontsize=9)
+        top.legend(fontsize=7, ncol=2)
         bottom.set_ylabel("cost (blocks)")
         bottom.set_yscale("symlog")
+        bottom.set_ylim(bottom=0)
         bottom.set_xlabel("groups (log2)")
         for axis in (top, bottom):
             axis.grid(True, alpha=0.3)

@@ -317,11 +317,20 @@ struct replay_options {
   bool alternate_start = false;
 };
 
+/// A cache shared by a sequence of replayed queries (the neighbouring-entry scenario).
+struct replay_cache {
+  gpuagg::tuning_cache cache;
+  std::string query;  ///< the query signature of the tuning_key
+};
+
 /// One replayed search; GPUAGG_LOG shows its decisions.
 template <tuner_params Params>
 case_result evaluate(std::string mode, const recorded_space& space, const gpuagg::search_space& bounds,
-                     const full_evaluation& full, const replay_options& options) {
-  const gpuagg::tuner<Params> tuner(bounds, gpuagg::tuning_cache{});
+                     const full_evaluation& full, const replay_options& options,
+                     const replay_cache* shared_cache = nullptr) {
+  const gpuagg::tuner<Params> tuner(bounds, shared_cache ? shared_cache->cache : gpuagg::tuning_cache{});
+  std::optional<gpuagg::tuning_key> key;
+  if (shared_cache) key = gpuagg::tuning_key{"replay", "recorded", shared_cache->query, "-", space.groups_log2};
   replay blocks(space, options.wrap);
   const auto feasible = [&space](const execution_params& p) { return space.blocks.contains(p); };
   std::vector<execution_params> initial = space.initial_configs(bounds);
@@ -337,7 +346,7 @@ case_result evaluate(std::string mode, const recorded_space& space, const gpuagg
   result.mode = std::move(mode);
   result.space = &space;
   result.full = full;
-  result.report = tuner.search(std::ref(blocks), std::numeric_limits<std::size_t>::max(), feasible, initial);
+  result.report = tuner.search(std::ref(blocks), std::numeric_limits<std::size_t>::max(), feasible, initial, key);
   if (result.report.winner) result.found_seconds = gpuagg::detail::mean_of(space.blocks.at(*result.report.winner));
   result.quality = result.found_seconds / full.optimum_seconds;
   result.cost = result.report.cost(full.optimum_seconds);
@@ -432,6 +441,47 @@ constexpr tuner_params default_tuner = [] {
   return p;
 }();
 
+/// Paper's Algorithm 1 with the named extensions of the refined search switched on (ablation).
+constexpr tuner_params with_extensions(bool diagonal, unsigned stride, double noise, double rejection) {
+  tuner_params p = gpuagg::paper_params;
+  p.diagonal_neighbours = diagonal;
+  p.coarse_stride = stride;
+  p.noise_similarity = noise;
+  p.early_rejection = rejection;
+  p.use_cache = false;
+  return p;
+}
+constexpr tuner_params defaults_for_ablation{};
+constexpr double noise_on = defaults_for_ablation.noise_similarity;
+constexpr double rejection_on = defaults_for_ablation.early_rejection;
+constexpr unsigned stride_on = defaults_for_ablation.coarse_stride;
+
+/// Each extension alone on top of Algorithm 1, and the refined search without each one.
+std::vector<std::vector<case_result>> replay_ablation(const std::vector<const recorded_space*>& spaces,
+                                                      const gpuagg::search_space& bounds,
+                                                      const replay_options& options) {
+  std::vector<std::vector<case_result>> out(8);
+  for (const recorded_space* space : spaces) {
+    const full_evaluation full = evaluate_fully(*space, options.wrap);
+    out[0].push_back(evaluate<with_extensions(true, 2, 0.0, 0.0)>("paper + diagonal", *space, bounds, full, options));
+    out[1].push_back(evaluate<with_extensions(false, stride_on, 0.0, 0.0)>("paper + coarse stride", *space, bounds,
+                                                                           full, options));
+    out[2].push_back(evaluate<with_extensions(false, 2, noise_on, 0.0)>("paper + noise s'", *space, bounds, full,
+                                                                        options));
+    out[3].push_back(evaluate<with_extensions(false, 2, 0.0, rejection_on)>("paper + rejection", *space, bounds, full,
+                                                                            options));
+    out[4].push_back(evaluate<with_extensions(false, stride_on, noise_on, rejection_on)>("default - diagonal", *space,
+                                                                                         bounds, full, options));
+    out[5].push_back(evaluate<with_extensions(true, 2, noise_on, rejection_on)>("default - coarse stride", *space,
+                                                                                bounds, full, options));
+    out[6].push_back(evaluate<with_extensions(true, stride_on, 0.0, rejection_on)>("default - noise s'", *space,
+                                                                                   bounds, full, options));
+    out[7].push_back(evaluate<with_extensions(true, stride_on, noise_on, 0.0)>("default - rejection", *space, bounds,
+                                                                               full, options));
+  }
+  return out;
+}
+
 struct scenario_results {
   std::vector<case_result> strict, plateau, refined;
 };
@@ -445,6 +495,23 @@ scenario_results replay_all(const std::vector<const recorded_space*>& spaces, co
     out.plateau.push_back(evaluate<paper_plateau>("paper s=0.06,p=1.07", *space, bounds, full, options));
     out.refined.push_back(evaluate<default_tuner>("default (refined)", *space, bounds, full, options));
   }
+  return out;
+}
+
+/// The default tuner over each strategy's group counts in increasing order (each case its own
+/// query shape, so each a cache miss) with one cache: from the second group count on, a search
+/// starts from the winner stored for the group count before (tuner_params::neighbour_entry_distance).
+std::vector<case_result> replay_neighbour_entries(const std::vector<const recorded_space*>& spaces,
+                                                  const gpuagg::search_space& bounds, const replay_options& options,
+                                                  const std::filesystem::path& file) {
+  std::filesystem::remove(file);
+  std::vector<case_result> out;
+  for (const recorded_space* space : spaces) {  // sorted by strategy, then group count
+    const replay_cache shared{gpuagg::tuning_cache{file}, "replay " + space->label()};
+    const full_evaluation full = evaluate_fully(*space, options.wrap);
+    out.push_back(evaluate<tuner_params{}>("default, neighbour entry", *space, bounds, full, options, &shared));
+  }
+  std::filesystem::remove(file);
   return out;
 }
 
@@ -532,13 +599,13 @@ void write_synthetic(std::ostream& out, unsigned seed) {
 }
 
 void print_summary_header() {
-  std::printf("%-20s %-5s %6s %8s %11s %8s %11s %15s %13s %11s %13s\n", "scenario", "half", "cases", "optimum",
+  std::printf("%-24s %-5s %6s %8s %11s %8s %11s %15s %13s %11s %13s\n", "scenario", "half", "cases", "optimum",
               "within_1pct", "worst", "median_cost", "median_overhead", "median_effort", "mean_effort",
               "median_blocks");
 }
 
 void print_summary_row(const char* mode, const char* half, const summary& s) {
-  std::printf("%-20s %-5s %6zu %8.3f %11.3f %8.4f %11.2f %15.5f %13.5f %11.5f %13.1f\n", mode, half, s.cases,
+  std::printf("%-24s %-5s %6zu %8.3f %11.3f %8.4f %11.2f %15.5f %13.5f %11.5f %13.1f\n", mode, half, s.cases,
               s.optimum_found, s.within_1pct, s.worst, s.median_cost, s.median_overhead, s.median_effort,
               s.mean_effort, s.median_blocks);
 }
@@ -592,6 +659,9 @@ int main(int argc, char** argv) {
   app.add_flag("--cases", verbose, "print one line per case");
   app.add_flag("--alternate-start", options.alternate_start,
                "also start each per-strategy search from the same threads per compute unit in 32-wide work groups");
+  bool ablation = false;
+  app.add_flag("--ablation", ablation,
+               "also replay each extension of the refined search alone on Algorithm 1, and the default without each");
   app.add_flag("--wrap-to-start", wrap_to_start,
                "past the recorded blocks, cycle from block 0 (the earlier replay rule) instead of over the later "
                "half");
@@ -653,6 +723,10 @@ int main(int argc, char** argv) {
 
   const scenario_results per_case = replay_all(cases, data.bounds, options);
   const scenario_results at_once = replay_all(per_group, data.bounds, options);
+  const std::filesystem::path scratch =
+      std::filesystem::temp_directory_path() / ("gpuagg_tuner_eval_" + std::to_string(::getpid()) + ".json");
+  const std::vector<case_result> neighbour_cases = replay_neighbour_entries(cases, data.bounds, options, scratch);
+  const std::vector<case_result> neighbour_groups = replay_neighbour_entries(per_group, data.bounds, options, scratch);
 
   if (!out_file.empty()) {
     std::ofstream out(out_file);
@@ -663,6 +737,8 @@ int main(int argc, char** argv) {
         header = false;
       }
     }
+    write_results(out, neighbour_cases, false);
+    write_results(out, neighbour_groups, false);
     if (!out) {
       std::cerr << "tuner_eval: cannot write " << out_file << '\n';
       return 2;
@@ -700,6 +776,26 @@ int main(int argc, char** argv) {
     std::printf("\n");
   }
 
+  if (ablation) {
+    std::printf("\nablation, per (strategy, group count):\n");
+    print_summary_header();
+    for (const std::vector<case_result>& list : replay_ablation(cases, data.bounds, options)) {
+      print_summary_row(list.front().mode.c_str(), "all", summarize(list));
+      print_summary_row(list.front().mode.c_str(), "A", summarize(list, 'A'));
+      print_summary_row(list.front().mode.c_str(), "B", summarize(list, 'B'));
+    }
+  }
+
+  std::printf("\nwith a cache filled by the neighbouring group counts (each strategy's group counts in increasing "
+              "order; tuner_params::neighbour_entry_distance):\n");
+  print_summary_header();
+  for (const auto& [name, list] : {std::pair{"per case", &neighbour_cases}, std::pair{"all at once", &neighbour_groups}}) {
+    const std::string label = std::string("default, ") + name;
+    print_summary_row(label.c_str(), "all", summarize(*list));
+    print_summary_row(label.c_str(), "A", summarize(*list, 'A'));
+    print_summary_row(label.c_str(), "B", summarize(*list, 'B'));
+  }
+
   std::vector<double> oracle_path, oracle_minimum;
   for (const case_result& r : per_case.refined) {
     oracle_path.push_back(oracle_effort(*r.space, data.bounds, r.full, gpuagg::paper_params.initial_blocks, false));
@@ -710,9 +806,7 @@ int main(int argc, char** argv) {
               "configuration's 4 paper neighbours: median %.5f\n",
               median_of(oracle_path), median_of(oracle_minimum));
 
-  const std::filesystem::path warm_file =
-      std::filesystem::temp_directory_path() / ("gpuagg_tuner_eval_" + std::to_string(::getpid()) + ".json");
-  const warm_outcome warm = replay_warm_cache(cases, data.bounds, options, warm_file);
+  const warm_outcome warm = replay_warm_cache(cases, data.bounds, options, scratch);
   std::printf("warm cache (default tuner, each case's query twice): second query a hit in %zu/%zu cases, "
               "stale in %zu, no exploration block in %zu/%zu\n",
               warm.hits, warm.cases, warm.stale, warm.zero_exploration, warm.cases);
