@@ -775,6 +775,13 @@ int main(int argc, char** argv) {
     }
   }
   try {
+#ifdef GPUAGG_BENCH_ONLY_UINT32
+    // A quick build for one-off device runs (CMake option GPUAGG_BENCH_ONLY_UINT32).
+    if (s.key_type != "uint32" || s.value_type != "uint32") {
+      throw gpuagg::invalid_argument_error("this gpuagg_bench was built with GPUAGG_BENCH_ONLY_UINT32");
+    }
+    return run_types<std::uint32_t, std::uint32_t>(s);
+#else
     const auto with_key = [&]<class Key>() {
       if (s.value_type == "int32") return run_types<Key, std::int32_t>(s);
       if (s.value_type == "int64") return run_types<Key, std::int64_t>(s);
@@ -789,6 +796,7 @@ int main(int argc, char** argv) {
     if (s.key_type == "int32") return with_key.template operator()<std::int32_t>();
     if (s.key_type != "uint32") throw gpuagg::invalid_argument_error("unknown --key-type " + s.key_type);
     return with_key.template operator()<std::uint32_t>();
+#endif
   } catch (const gpuagg::error& e) {
     std::cerr << "gpuagg_bench: " << e.what() << '\n';
     return 2;

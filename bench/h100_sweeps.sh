@@ -75,6 +75,32 @@ if [[ $stage == 6 ]]; then
   awk 'FNR > 1 || NR == 1' $tmp/pageable_*.csv > $OUT/pageable_threads.csv
   exit
 fi
+if [[ $stage == 7 ]]; then
+  # The speed targets in one lease: PyTorch peers at every power of two, then gpuagg (hashing,
+  # direct addressing, sort + reduce_by_key) at the same group counts with --peers; skewed keys;
+  # host input. Needs gpuagg_bench built (GPUAGG_BENCH_ONLY_UINT32=ON suffices).
+  tmp=$(mktemp -d); log=$OUT/stage7.log; deadline=$((SECONDS + ${2:-540}))
+  step() { local limit=$1 name=$2; shift 2; local left=$((deadline - SECONDS)); ((left < limit)) && limit=$left
+    ((limit <= 5)) && { echo "$name skipped" | tee -a $log; return; }
+    timeout $limit "$@" >> $log 2>&1; echo "$name rc=$? after ${SECONDS}s" | tee -a $log; }
+  step 150 peers python3 .device/peers.py --rows-log2 27 --reps 3 --groups-log2 $(seq -s, 0 28)
+  grep -E "^(groups|[0-9]+,torch)" $log | awk '!seen[$0]++' > $OUT/peers_gpu_7.csv
+  step 230 uniform $bench --rows-log2 27 --groups-log2 0:28 --strategies workgroup_local,shared,direct,sort_reduce \
+    --configs 4x256,16x256,4x512,16x512,1x1024 --probe-blocks 4 --reps 1 --query-reps 3 \
+    --peers $OUT/peers_gpu_7.csv --csv $OUT/targets_uniform.csv
+  for dist in zipf heavy; do
+    step 60 $dist $bench --rows-log2 27 --groups-log2 4,10,16,20,24 --distribution $dist \
+      --strategies default,workgroup_local,shared,direct --lenient --configs 4x256,16x256,4x512 --probe-blocks 4 \
+      --reps 1 --query-reps 3 --csv $tmp/skew_$dist.csv
+  done
+  awk 'FNR > 1 || NR == 1' $tmp/skew_*.csv > $OUT/skew_7.csv
+  for input in pinned pageable; do
+    step 50 host_$input $bench --rows-log2 27 --groups-log2 4,10,16,20 --strategies default --configs default \
+      --reps 1 --query-reps 3 --in-flight 4 --input $input --csv $tmp/host_$input.csv
+  done
+  awk 'FNR > 1 || NR == 1' $tmp/host_*.csv > $OUT/host_7.csv
+  exit
+fi
 if [[ $stage == 4 ]]; then
   # Gaps of stages 2 and 3 (cut by time limits), and value types other than uint32.
   tmp=$(mktemp -d); log=$OUT/stage4.log; deadline=$((SECONDS + ${2:-420}))
