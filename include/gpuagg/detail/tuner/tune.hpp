@@ -81,18 +81,13 @@ inline tuning_report tune(const tuner_params& params, const search_space& space,
   }
 
   // Beyond the paper: a miss borrows the nearest group count's winner as a start.
-  std::optional<execution_params> borrowed;
+  std::optional<std::pair<int, cache_entry>> nearest;
   if (caching && report.cache == cache_outcome::miss && params.neighbour_entry_distance > 0) {
-    std::optional<std::pair<int, cache_entry>> nearest;
     {
       const stopwatch_pause pause(watch);
       nearest = cache.load_nearest(*key, static_cast<int>(params.neighbour_entry_distance), report.warnings);
     }
-    if (nearest && search.feasible(nearest->second.params)) {
-      borrowed = nearest->second.params;
-      report.started_from_groups_log2 = nearest->first;
-      log("starting from ", *borrowed, ", the winner stored for 2^", nearest->first, " groups");
-    }
+    if (nearest && !search.feasible(nearest->second.params)) nearest.reset();
   }
 
   const std::size_t first_initial = starts.size();
@@ -102,13 +97,15 @@ inline tuning_report tune(const tuner_params& params, const search_space& space,
   } else {
     starts.insert(starts.end(), initial.begin(), initial.end());
   }
-  if (borrowed) {  // replaces its strategy's initial configuration; never adds a strategy
+  if (nearest) {  // replaces its strategy's initial configuration; never adds a strategy
+    const execution_params& borrowed = nearest->second.params;
     const auto same_strategy = std::find_if(starts.begin() + static_cast<std::ptrdiff_t>(first_initial), starts.end(),
-                                            [&](const execution_params& p) { return p.strategy == borrowed->strategy; });
+                                            [&](const execution_params& p) { return p.strategy == borrowed.strategy; });
     if (same_strategy != starts.end()) {
-      *same_strategy = *borrowed;
-    } else {
-      report.started_from_groups_log2.reset();
+      log("starting from ", borrowed, ", the winner stored for 2^", nearest->first, " groups, instead of ",
+          *same_strategy);
+      *same_strategy = borrowed;
+      report.started_from_groups_log2 = nearest->first;
     }
   }
   search.finish(search.run(starts));
