@@ -101,6 +101,24 @@ if [[ $stage == 7 ]]; then
   awk 'FNR > 1 || NR == 1' $tmp/host_*.csv > $OUT/host_7.csv
   exit
 fi
+if [[ $stage == 8 ]]; then
+  # Cacheable key reads in the hash tables against volatile ones (-DGPUAGG_VOLATILE_KEY_READS),
+  # SHARED and direct addressing at 2^12 to 2^22 groups, WORKGROUPLOCAL at 2^0 to 2^10.
+  tmp=$(mktemp -d); log=$OUT/stage8.log; deadline=$((SECONDS + ${2:-300}))
+  step() { local limit=$1 name=$2; shift 2; local left=$((deadline - SECONDS)); ((left < limit)) && limit=$left
+    ((limit <= 5)) && { echo "$name skipped" | tee -a $log; return; }
+    timeout $limit "$@" >> $log 2>&1; echo "$name rc=$? after ${SECONDS}s" | tee -a $log; }
+  for mode in plain volatile; do
+    [[ $mode == volatile ]] && export GPUAGG_BUILD_OPTIONS=-DGPUAGG_VOLATILE_KEY_READS
+    step 80 high_$mode $bench --rows-log2 27 --groups-log2 12:22:2 --strategies shared,direct \
+      --configs 4x256,16x256,4x512,1x1024 --probe-blocks 4 --reps 1 --query-reps 3 --csv $tmp/high_$mode.csv
+    step 40 low_$mode $bench --rows-log2 27 --groups-log2 0,4,8,10 --strategies workgroup_local,direct \
+      --configs 4x256,16x256 --probe-blocks 4 --reps 1 --query-reps 3 --csv $tmp/low_$mode.csv
+    unset GPUAGG_BUILD_OPTIONS
+  done
+  for mode in plain volatile; do awk 'FNR > 1 || NR == 1' $tmp/high_$mode.csv $tmp/low_$mode.csv > $OUT/key_reads_$mode.csv; done
+  exit
+fi
 if [[ $stage == 4 ]]; then
   # Gaps of stages 2 and 3 (cut by time limits), and value types other than uint32.
   tmp=$(mktemp -d); log=$OUT/stage4.log; deadline=$((SECONDS + ${2:-420}))
