@@ -396,3 +396,21 @@ TEST_CASE("the sample profile: exact distinct count on a whole input, the hottes
   CHECK(detail::profile_sample(one, 100).estimated_groups == 1);
   CHECK(detail::profile_sample(one, 100).hottest_key_share == doctest::Approx(1.0));
 }
+
+TEST_CASE("key reads: cacheable for small tables, volatile for large ones, both exact") {
+  std::mt19937_64 rng(fresh_seed());
+  for (const std::size_t groups : {std::size_t{3'000}, std::size_t{150'000}}) {
+    CAPTURE(groups);
+    const auto in = make_input(300'000, groups, distribution::uniform, rng);
+    options opts;
+    opts.expected_groups = groups;
+    opts.strategy = strategy_kind::shared;
+    auto driver = make_driver(std::span<const std::uint64_t>(in.keys), std::span<const std::int64_t>(in.vals),
+                              sum_count_min, opts);
+    // 3'000 groups: 8 Ki buckets of 8-byte keys (cacheable reads); 150'000: 512 Ki (volatile).
+    const auto table_key_bytes = detail::next_pow2(groups * 2) * sizeof(std::uint64_t);
+    CHECK((table_key_bytes <= decltype(driver)::element_type::plain_key_reads_max_bytes) == (groups == 3'000));
+    driver->run_remaining();
+    check_equal(driver->finalize_to_host<std::int64_t, std::uint64_t, std::int64_t>(), reference(in));
+  }
+}

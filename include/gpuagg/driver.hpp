@@ -201,6 +201,11 @@ class aggregation_driver {
     return {strategy_kind::shared, initial_config(strategy_kind::shared)};
   }
 
+  /// Tables whose keys take at most this many bytes are probed with cacheable key reads
+  /// (kernels.inc); larger ones with volatile reads. On the H100, cacheable reads win up to
+  /// 2^16 groups (1.8x at 2^12) and lose from 2^20 (bench/results/h100/key_reads_*.csv).
+  static constexpr std::uint64_t plain_key_reads_max_bytes = std::uint64_t{1} << 20;
+
   /// The sample's most frequent key's share of the rows.
   double hot_key_share() const noexcept { return hot_key_share_; }
   /// From this share on, the default strategy treats the input as skewed.
@@ -765,6 +770,7 @@ class aggregation_driver {
     set_arg(kernel, arg, meta_);
     set_table_args(kernel, arg, spill_);
     set_arg(kernel, arg, cl_uint(spill_capacity_));
+    set_arg(kernel, arg, cl_uint((table_.capacity + 1) * sizeof(bits_type) <= plain_key_reads_max_bytes ? 1 : 0));
     const auto& config = params.config;
     if (params.strategy == strategy_kind::workgroup_local) {
       const auto buckets = local_capacity();
