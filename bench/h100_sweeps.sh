@@ -119,6 +119,44 @@ if [[ $stage == 8 ]]; then
   for mode in plain volatile; do awk 'FNR > 1 || NR == 1' $tmp/high_$mode.csv $tmp/low_$mode.csv > $OUT/key_reads_$mode.csv; done
   exit
 fi
+if [[ $stage == 9 ]]; then
+  # The closing run of the speed work: every target in one lease (peers, uniform at every power
+  # of two, skew, host input), the live tuner against exhaustive search, and a profile of
+  # AGGREGATE if Nsight Compute is installed. Needs gpuagg_bench (GPUAGG_BENCH_ONLY_UINT32=ON
+  # suffices).
+  tmp=$(mktemp -d); log=$OUT/stage9.log; deadline=$((SECONDS + ${2:-540}))
+  step() { local limit=$1 name=$2; shift 2; local left=$((deadline - SECONDS)); ((left < limit)) && limit=$left
+    ((limit <= 5)) && { echo "$name skipped" | tee -a $log; return; }
+    timeout $limit "$@" >> $log 2>&1; echo "$name rc=$? after ${SECONDS}s" | tee -a $log; }
+  step 30 peers python3 .device/peers.py --rows-log2 27 --reps 3 --groups-log2 $(seq -s, 0 28)
+  grep -E "^(groups|[0-9]+,torch)" $log | awk '!seen[$0]++' > $OUT/peers_gpu_9.csv
+  step 150 uniform $bench --rows-log2 27 --groups-log2 0:28 --strategies workgroup_local,shared,direct,sort_reduce \
+    --configs 4x256,16x256,4x512,16x512,1x1024 --probe-blocks 4 --reps 1 --query-reps 3 \
+    --peers $OUT/peers_gpu_9.csv --csv $OUT/targets_9.csv
+  for dist in zipf heavy; do
+    step 40 $dist $bench --rows-log2 27 --groups-log2 4,10,16,20,24 --distribution $dist \
+      --strategies default,workgroup_local,shared,direct --lenient --configs 4x256,16x256,4x512 --probe-blocks 4 \
+      --reps 1 --query-reps 3 --csv $tmp/skew_$dist.csv
+  done
+  awk 'FNR > 1 || NR == 1' $tmp/skew_*.csv > $OUT/skew_9.csv
+  step 25 host_pinned $bench --rows-log2 27 --groups-log2 4,10,16,20 --strategies default --configs default \
+    --reps 1 --query-reps 3 --in-flight 4 --input pinned --csv $tmp/host_1.csv
+  step 25 host_pageable $bench --rows-log2 27 --groups-log2 4,10,16,20 --strategies default --configs default \
+    --reps 1 --query-reps 3 --in-flight 4 --input pageable --csv $tmp/host_2.csv
+  step 25 host_pageable_16threads $bench --rows-log2 27 --groups-log2 4,16 --strategies default --configs default \
+    --reps 1 --query-reps 3 --in-flight 4 --input pageable --copy-threads 16 --csv $tmp/host_3.csv
+  awk 'FNR > 1 || NR == 1' $tmp/host_*.csv > $OUT/host_9.csv
+  step 150 tuned $bench --rows-log2 27 --groups-log2 0,4,8,12,16,20 --block-mib 4 \
+    --strategies shared,independent,workgroup_local,tuned --configs all --probe-blocks 8 --reps 1 --no-pipelined \
+    --tuned-reps 3 --tuned-csv $OUT/tuned_live_9.csv
+  { command -v ncu nsys; ls /usr/local/cuda*/bin 2>/dev/null | head; } > $OUT/tools.txt 2>&1
+  if command -v ncu > /dev/null; then
+    step 60 ncu ncu --kernel-name gpuagg_aggregate --launch-count 6 --section SpeedOfLight \
+      --section MemoryWorkloadAnalysis --section Occupancy $bench --rows-log2 26 --groups-log2 10,22 \
+      --strategies shared,workgroup_local --configs 16x256 --probe-blocks 1 --reps 1 --query-reps 1 --no-pipelined
+  fi
+  exit
+fi
 if [[ $stage == 4 ]]; then
   # Gaps of stages 2 and 3 (cut by time limits), and value types other than uint32.
   tmp=$(mktemp -d); log=$OUT/stage4.log; deadline=$((SECONDS + ${2:-420}))

@@ -1,36 +1,111 @@
 #pragma once
 // Copies from pageable host memory into pinned staging buffers with several threads: one
 // thread's memcpy (about 10 GB/s) is well below what a PCIe 5 link takes from pinned memory.
+// The threads are started once per process and wait between copies: starting fresh threads for
+// every block cost a fifth of the copy time at 16 MiB blocks.
 
 #include <algorithm>
+#include <condition_variable>
 #include <cstddef>
 #include <cstring>
+#include <functional>
+#include <mutex>
 #include <thread>
 #include <vector>
 
 namespace gpuagg::detail {
 
-/// memcpy split across up to `max_threads` threads, each with at least `min_chunk` bytes.
+/// A fixed set of threads that run the parts of one job at a time; the caller runs part 0.
+class copy_pool {
+ public:
+  explicit copy_pool(unsigned helpers) {
+    for (unsigned i = 0; i < helpers; ++i) threads_.emplace_back([this, i] { work(i + 1); });
+  }
+  copy_pool(const copy_pool&) = delete;
+  copy_pool& operator=(const copy_pool&) = delete;
+  ~copy_pool() {
+    {
+      const std::lock_guard lock(mutex_);
+      stop_ = true;
+    }
+    wake_.notify_all();
+    for (auto& t : threads_) t.join();
+  }
+
+  unsigned helpers() const noexcept { return static_cast<unsigned>(threads_.size()); }
+
+  /// Runs part(0) .. part(parts - 1), parts <= helpers() + 1, and returns when all are done.
+  /// One job at a time (callers are serialized).
+  void run(unsigned parts, const std::function<void(unsigned)>& part) {
+    const std::lock_guard one_job(job_mutex_);
+    {
+      const std::lock_guard lock(mutex_);
+      part_ = &part;
+      parts_ = parts;
+      pending_ = parts > 0 ? parts - 1 : 0;
+      ++generation_;
+    }
+    wake_.notify_all();
+    if (parts > 0) part(0);
+    std::unique_lock lock(mutex_);
+    done_.wait(lock, [&] { return pending_ == 0; });
+    part_ = nullptr;
+  }
+
+  /// The process's pool: one helper per hardware thread beyond the caller's, at most 15.
+  static copy_pool& instance() {
+    static copy_pool pool(std::min(15u, std::max(1u, std::thread::hardware_concurrency()) - 1));
+    return pool;
+  }
+
+ private:
+  void work(unsigned index) {
+    std::uint64_t seen = 0;
+    for (;;) {
+      std::unique_lock lock(mutex_);
+      wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
+      if (stop_) return;
+      seen = generation_;
+      if (index >= parts_) continue;
+      const auto* part = part_;
+      lock.unlock();
+      (*part)(index);
+      lock.lock();
+      if (--pending_ == 0) done_.notify_one();
+    }
+  }
+
+  std::vector<std::thread> threads_;
+  std::mutex job_mutex_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::condition_variable done_;
+  const std::function<void(unsigned)>* part_ = nullptr;
+  unsigned parts_ = 0;
+  unsigned pending_ = 0;
+  std::uint64_t generation_ = 0;
+  bool stop_ = false;
+};
+
+/// memcpy split across up to `max_threads` threads (the caller and the pool's helpers), each
+/// with at least `min_chunk` bytes.
 inline void parallel_copy(void* destination, const void* source, std::size_t bytes, unsigned max_threads = 8,
                           std::size_t min_chunk = std::size_t{1} << 20) {
-  const unsigned hardware = std::max(1u, std::thread::hardware_concurrency());
-  const auto threads = static_cast<unsigned>(
-      std::min<std::size_t>({max_threads, hardware, std::max<std::size_t>(bytes / min_chunk, 1)}));
   auto* to = static_cast<char*>(destination);
   const auto* from = static_cast<const char*>(source);
-  if (threads <= 1) {
+  if (max_threads <= 1 || bytes < 2 * min_chunk) {
     std::memcpy(to, from, bytes);
     return;
   }
-  const std::size_t chunk = (bytes / threads + 63) / 64 * 64;
-  std::vector<std::jthread> helpers;
-  helpers.reserve(threads - 1);
-  for (unsigned t = 1; t < threads; ++t) {
-    const std::size_t begin = std::min(bytes, t * chunk);
-    const std::size_t end = std::min(bytes, begin + chunk);
-    if (begin < end) helpers.emplace_back([=] { std::memcpy(to + begin, from + begin, end - begin); });
-  }
-  std::memcpy(to, from, std::min(bytes, chunk));
+  auto& pool = copy_pool::instance();
+  const auto parts = static_cast<unsigned>(
+      std::min<std::size_t>({max_threads, pool.helpers() + 1, std::max<std::size_t>(bytes / min_chunk, 1)}));
+  const std::size_t chunk = (bytes / parts + 63) / 64 * 64;
+  pool.run(parts, [&](unsigned p) {
+    const std::size_t begin = std::min(bytes, p * chunk);
+    const std::size_t end = p + 1 == parts ? bytes : std::min(bytes, begin + chunk);
+    if (begin < end) std::memcpy(to + begin, from + begin, end - begin);
+  });
 }
 
 }  // namespace gpuagg::detail
