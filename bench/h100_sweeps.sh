@@ -151,9 +151,11 @@ if [[ $stage == 9 ]]; then
     --tuned-reps 3 --tuned-csv $OUT/tuned_live_9.csv
   { command -v ncu nsys; ls /usr/local/cuda*/bin 2>/dev/null | head; } > $OUT/tools.txt 2>&1
   if command -v ncu > /dev/null; then
-    step 60 ncu ncu --kernel-name gpuagg_aggregate --launch-count 6 --section SpeedOfLight \
-      --section MemoryWorkloadAnalysis --section Occupancy $bench --rows-log2 26 --groups-log2 10,22 \
-      --strategies shared,workgroup_local --configs 16x256 --probe-blocks 1 --reps 1 --query-reps 1 --no-pipelined
+    for case in "10 workgroup_local" "22 shared"; do set -- $case
+      step 45 ncu_$2 ncu --kernel-name gpuagg_aggregate --launch-count 1 --section SpeedOfLight \
+        --section MemoryWorkloadAnalysis --section Occupancy $bench --rows-log2 26 --groups-log2 $1 --strategies $2 \
+        --configs 16x256 --probe-blocks 1 --reps 1 --query-reps 1 --no-pipelined
+    done
   fi
   exit
 fi
