@@ -159,6 +159,26 @@ if [[ $stage == 9 ]]; then
   fi
   exit
 fi
+if [[ $stage == 10 ]]; then
+  # The run cache (a work item combines a run of one key in private variables before the table):
+  # uniform at every power of two up to 2^24, zipf and heavy hitter, against stage 9's figures.
+  tmp=$(mktemp -d); log=$OUT/stage10.log; deadline=$((SECONDS + ${2:-400}))
+  step() { local limit=$1 name=$2; shift 2; local left=$((deadline - SECONDS)); ((left < limit)) && limit=$left
+    ((limit <= 5)) && { echo "$name skipped" | tee -a $log; return; }
+    timeout $limit "$@" >> $log 2>&1; echo "$name rc=$? after ${SECONDS}s" | tee -a $log; }
+  step 30 peers python3 .device/peers.py --rows-log2 27 --reps 3 --groups-log2 $(seq -s, 0 28)
+  grep -E "^(groups|[0-9]+,torch)" $log | awk '!seen[$0]++' > $OUT/peers_gpu_10.csv
+  step 150 uniform $bench --rows-log2 27 --groups-log2 0:28 --strategies workgroup_local,shared,direct,sort_reduce \
+    --configs 4x256,16x256,4x512,16x512,1x1024 --probe-blocks 4 --reps 1 --query-reps 3 \
+    --peers $OUT/peers_gpu_10.csv --csv $OUT/targets_10.csv
+  for dist in zipf heavy sorted; do
+    step 40 $dist $bench --rows-log2 27 --groups-log2 4,10,16,20,24 --distribution $dist \
+      --strategies default,workgroup_local,shared,direct --lenient --configs 4x256,16x256,4x512 --probe-blocks 4 \
+      --reps 1 --query-reps 3 --csv $tmp/skew_$dist.csv
+  done
+  awk 'FNR > 1 || NR == 1' $tmp/skew_*.csv > $OUT/skew_10.csv
+  exit
+fi
 if [[ $stage == 4 ]]; then
   # Gaps of stages 2 and 3 (cut by time limits), and value types other than uint32.
   tmp=$(mktemp -d); log=$OUT/stage4.log; deadline=$((SECONDS + ${2:-420}))

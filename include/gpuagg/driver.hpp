@@ -743,7 +743,7 @@ class aggregation_driver {
         const std::size_t bytes = count * column.element_size;
         const char* source = static_cast<const char*>(column.host) + first * column.element_size;
         if (!pinned_input_[c]) {
-          detail::parallel_copy(slot.mapped[c], source, bytes, opts_.copy_threads ? opts_.copy_threads : 8);
+          detail::parallel_copy(slot.mapped[c], source, bytes, opts_.copy_threads ? opts_.copy_threads : 16);
           source = static_cast<const char*>(slot.mapped[c]);
         }
         cl::Event copied;

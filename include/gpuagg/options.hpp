@@ -43,8 +43,8 @@ struct options {
   std::optional<std::size_t> block_bytes;
   /// Blocks in flight at once (transfers of the next overlap AGGREGATE of the current).
   std::size_t blocks_in_flight = 2;
-  /// Host threads that copy a pageable input block into pinned staging memory (0: a default
-  /// of 8; at most one per hardware thread). Input in a gpuagg::pinned_array needs no staging copy.
+  /// Host threads that copy a pageable input block into pinned staging memory (0: up to 16,
+  /// one per hardware thread). Input in a gpuagg::pinned_array needs no staging copy.
   unsigned copy_threads = 0;
   /// Strategy for every block; default (section 3.7): WORKGROUPLOCAL when the table fits in
   /// local memory, SHARED otherwise.
