@@ -414,3 +414,35 @@ TEST_CASE("key reads: cacheable for small tables, volatile for large ones, both 
     check_equal(driver->finalize_to_host<std::int64_t, std::uint64_t, std::int64_t>(), reference(in));
   }
 }
+
+TEST_CASE("the run cache: forced on or off, and automatic, for SHARED and WORKGROUPLOCAL, exact") {
+  std::mt19937_64 rng(fresh_seed());
+  for (const distribution d : {distribution::uniform, distribution::heavy_hitter, distribution::sorted_runs}) {
+    for (const std::size_t groups : {std::size_t{1}, std::size_t{6}, std::size_t{2'000}}) {
+      const auto in = make_input(30'011, groups, d, rng);
+      for (const auto strategy : {strategy_kind::shared, strategy_kind::workgroup_local}) {
+        for (const std::optional<bool> cache : {std::optional<bool>{}, std::optional<bool>{true}, std::optional<bool>{false}}) {
+          const std::string distribution_name = name(d);
+          CAPTURE(distribution_name);
+          CAPTURE(groups);
+          CAPTURE(static_cast<int>(strategy));
+          CAPTURE(cache.has_value() ? int(*cache) : -1);
+          options opts;
+          opts.strategy = strategy;
+          opts.run_cache = cache;
+          opts.block_bytes = 8192 * sizeof(std::uint64_t);
+          check_equal(group_by(in.keys, in.vals, sum_count_min, opts), reference(in));
+        }
+      }
+    }
+  }
+  // The automatic choice: on for a single key, off for uniform keys.
+  const auto one = make_input(20'000, 1, distribution::uniform, rng);
+  auto single = make_driver(std::span<const std::uint64_t>(one.keys), std::span<const std::int64_t>(one.vals),
+                            sum_count_min, options{});
+  CHECK(single->use_run_cache({strategy_kind::shared, launch_config{1, 256}}));
+  const auto many = make_input(20'000, 64, distribution::uniform, rng);
+  auto spread = make_driver(std::span<const std::uint64_t>(many.keys), std::span<const std::int64_t>(many.vals),
+                            sum_count_min, options{});
+  CHECK_FALSE(spread->use_run_cache({strategy_kind::shared, launch_config{1, 256}}));
+}

@@ -206,6 +206,18 @@ class aggregation_driver {
   /// 2^16 groups (1.8x at 2^12) and lose from 2^20 (bench/results/h100/key_reads_*.csv).
   static constexpr std::uint64_t plain_key_reads_max_bytes = std::uint64_t{1} << 20;
 
+  /// Whether AGGREGATE combines each work item's runs of one key privately first (kernels.inc):
+  /// options' `run_cache` if set, else when one key dominates the sample: a single key, or one
+  /// holding 3/4 of the rows unless WORKGROUPLOCAL already spreads it over replicated local
+  /// tables. Measured on the H100 (bench/NOTES.md): 257 -> 330 G tuples/s at 1 group, 15 -> 55
+  /// at 2^10 groups with a 90% heavy hitter; 255 -> 73 at 2 uniform groups, where it loses.
+  bool use_run_cache(const execution_params& params) const {
+    if (opts_.run_cache) return *opts_.run_cache;
+    if (hot_key_share_ >= 0.99) return true;
+    if (hot_key_share_ < 0.75) return false;
+    return params.strategy != strategy_kind::workgroup_local || local_table_copies(params.config) == 1;
+  }
+
   /// The sample's most frequent key's share of the rows.
   double hot_key_share() const noexcept { return hot_key_share_; }
   /// From this share on, the default strategy treats the input as skewed.
@@ -772,6 +784,7 @@ class aggregation_driver {
     set_arg(kernel, arg, cl_uint(spill_capacity_));
     set_arg(kernel, arg, cl_uint((table_.capacity + 1) * sizeof(bits_type) <= plain_key_reads_max_bytes ? 1 : 0));
     const auto& config = params.config;
+    set_arg(kernel, arg, cl_uint(use_run_cache(params) ? 1 : 0));
     if (params.strategy == strategy_kind::workgroup_local) {
       const auto buckets = local_capacity();
       const auto copies = local_table_copies(config);

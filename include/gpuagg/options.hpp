@@ -60,6 +60,9 @@ struct options {
   /// Copies of WORKGROUPLOCAL's local table per work group (a power of two; 0: as many as fit in
   /// a quarter of local memory, at most 32). More copies spread the atomics of a few hot groups.
   std::uint32_t local_table_copies = 0;
+  /// Combine each work item's runs of one key in private variables before the table (SHARED,
+  /// WORKGROUPLOCAL). Default: when the key sample shows one dominant key.
+  std::optional<bool> run_cache;
   /// Required by direct_addressing: the key domain.
   std::optional<key_domain> domain;
   /// The context (device) to run on; default: gpuagg::default_context().
