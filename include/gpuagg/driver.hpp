@@ -573,15 +573,17 @@ class aggregation_driver {
     }
   }
 
-  cl::Program program(strategy_kind strategy) const {
-    auto& slot = programs_[static_cast<std::size_t>(strategy)];
-    if (!slot()) slot = ctx_.program(program_source_for<Bound>(strategy));
+  /// The strategy's program; with `run_cache`, built with -DGPUAGG_RUN_CACHE (kernels.inc), a
+  /// second program of the same source that the context caches separately.
+  cl::Program program(strategy_kind strategy, bool run_cache = false) const {
+    auto& slot = programs_[static_cast<std::size_t>(strategy) * 2 + (run_cache ? 1 : 0)];
+    if (!slot()) slot = ctx_.program(program_source_for<Bound>(strategy), run_cache ? "-DGPUAGG_RUN_CACHE" : "");
     return slot;
   }
 
-  cl::Kernel& aggregate_kernel(strategy_kind strategy) const {
-    auto& slot = aggregate_kernels_[static_cast<std::size_t>(strategy)];
-    if (!slot()) slot = ctx_.kernel(program(strategy), "gpuagg_aggregate");
+  cl::Kernel& aggregate_kernel(strategy_kind strategy, bool run_cache = false) const {
+    auto& slot = aggregate_kernels_[static_cast<std::size_t>(strategy) * 2 + (run_cache ? 1 : 0)];
+    if (!slot()) slot = ctx_.kernel(program(strategy, run_cache), "gpuagg_aggregate");
     return slot;
   }
 
@@ -768,7 +770,11 @@ class aggregation_driver {
       detail::check(ctx_.transfer_queue().flush(), "starting the input copy");
     }
 
-    cl::Kernel& kernel = aggregate_kernel(params.strategy);
+    // The run-cache variant only where its own work-group limit allows this configuration.
+    const bool run_cache = use_run_cache(params) &&
+                           params.config.work_group_size <=
+                               kernel_work_group_limit(aggregate_kernel(params.strategy, true));
+    cl::Kernel& kernel = aggregate_kernel(params.strategy, run_cache);
     cl_uint arg = 0;
     for (const auto& input : inputs) set_arg(kernel, arg, input);
     set_arg(kernel, arg, row_begin);
@@ -784,7 +790,6 @@ class aggregation_driver {
     set_arg(kernel, arg, cl_uint(spill_capacity_));
     set_arg(kernel, arg, cl_uint((table_.capacity + 1) * sizeof(bits_type) <= plain_key_reads_max_bytes ? 1 : 0));
     const auto& config = params.config;
-    set_arg(kernel, arg, cl_uint(use_run_cache(params) ? 1 : 0));
     if (params.strategy == strategy_kind::workgroup_local) {
       const auto buckets = local_capacity();
       const auto copies = local_table_copies(config);
@@ -929,8 +934,8 @@ class aggregation_driver {
   unsigned generation_ = 0;
   std::size_t builds_before_ = 0;
   cl::Program home_program_;
-  mutable std::array<cl::Program, 3> programs_;
-  mutable std::array<cl::Kernel, 3> aggregate_kernels_;
+  mutable std::array<cl::Program, 6> programs_;
+  mutable std::array<cl::Kernel, 6> aggregate_kernels_;  // per strategy, without and with the run cache
   mutable std::array<std::uint32_t, 3> kernel_limits_{};
   cl::Buffer meta_;
   std::vector<cl_ulong> meta_mirror_;
