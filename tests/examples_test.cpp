@@ -15,6 +15,7 @@ TEST_CASE("examples/quickstart runs and agrees between host and device columns")
   CHECK(text.find("g=3 count=2 sum=7 max=5") != std::string::npos);
   CHECK(text.find("g=42 count=1 sum=6 max=6") != std::string::npos);
   CHECK(text.find("3 groups from device buffers") != std::string::npos);
+  CHECK(text.find("3 groups from pinned host memory") != std::string::npos);
 }
 
 TEST_CASE("examples/paper_query over 2^24 rows is verified against the CPU reference") {
