@@ -63,8 +63,6 @@ TEST_CASE("a query's OpenCL text is exactly as expected: the paper's query") {
         "#define VALUE_PARAMS , __global const int* restrict v0, __global const int* restrict v1\n"
         "#define ACC_PARAMS(AS, P) , AS acc0_t* P##acc0 , AS acc1_t* P##acc1\n"
         "#define ACC_INIT(P, s) P##acc0[s] = ACC0_IDENTITY; P##acc1[s] = ACC1_IDENTITY;\n"
-        "#define ACC_COMBINE_ROW(AS, P, s, row) ACC0_COMBINE_##AS(&P##acc0[s], ACC0_ROW(row)); "
-        "ACC1_COMBINE_##AS(&P##acc1[s], ACC1_ROW(row));\n"
         "#define ACC_COMBINE_FROM(AS, P, s, Q, q) ACC0_COMBINE_##AS(&P##acc0[s], Q##acc0[q]); "
         "ACC1_COMBINE_##AS(&P##acc1[s], Q##acc1[q]);\n"
         "#define ACC_LOAD_ROW(P, row) const acc0_t P##0 = ACC0_ROW(row); const acc1_t P##1 = ACC1_ROW(row);\n"
@@ -74,7 +72,6 @@ TEST_CASE("a query's OpenCL text is exactly as expected: the paper's query") {
         "#define ACC_ASSIGN(P, Q) P##0 = Q##0; P##1 = Q##1;\n"
         "#define ACC_MERGE_PRIVATE(P, Q) ACC0_COMBINE_private(&P##0, Q##0); ACC1_COMBINE_private(&P##1, Q##1);\n"
         "#define ACC_STORE_LOADED(T, s, P) T##acc0[s] = P##0; T##acc1[s] = P##1;\n"
-        "#define ACC_STORE_ROW(P, s, row) P##acc0[s] = ACC0_ROW(row); P##acc1[s] = ACC1_ROW(row);\n"
         "#define ACC_COPY_FROM(P, s, Q, q) P##acc0[s] = Q##acc0[q]; P##acc1[s] = Q##acc1[q];\n"
         "#define OUT_PARAMS , __global out0_t* restrict out0\n"
         "#define OUT_STORE_ALL(pos, slot) out0[pos] = OUT0_VALUE(slot);\n");
