@@ -229,10 +229,12 @@ class aggregation_driver {
   /// Largest power-of-two work-group size this strategy's AGGREGATE kernel can run with on this
   /// device (the kernel's own limit, from its register use, may be below the device's). Builds
   /// the strategy's program on first use.
-  std::uint32_t max_work_group_size(strategy_kind strategy) const {
-    auto& limit = kernel_limits_[static_cast<std::size_t>(strategy)];
+  /// `run_cache`: of the strategy's run-cache build (kernels.inc), which the driver uses only
+  /// where this limit allows.
+  std::uint32_t max_work_group_size(strategy_kind strategy, bool run_cache = false) const {
+    auto& limit = kernel_limits_[variant(strategy, run_cache)];
     if (limit == 0) {
-      const auto kernel_limit = std::min<std::size_t>(kernel_work_group_limit(aggregate_kernel(strategy)),
+      const auto kernel_limit = std::min<std::size_t>(kernel_work_group_limit(aggregate_kernel(strategy, run_cache)),
                                                       ctx_.info().max_work_group_size);
       limit = 1;
       while (limit * 2 <= kernel_limit) limit *= 2;
@@ -573,16 +575,21 @@ class aggregation_driver {
     }
   }
 
+  /// Index of a strategy's program build, without or with the run cache.
+  static std::size_t variant(strategy_kind strategy, bool run_cache) {
+    return static_cast<std::size_t>(strategy) * 2 + (run_cache ? 1 : 0);
+  }
+
   /// The strategy's program; with `run_cache`, built with -DGPUAGG_RUN_CACHE (kernels.inc), a
   /// second program of the same source that the context caches separately.
   cl::Program program(strategy_kind strategy, bool run_cache = false) const {
-    auto& slot = programs_[static_cast<std::size_t>(strategy) * 2 + (run_cache ? 1 : 0)];
+    auto& slot = programs_[variant(strategy, run_cache)];
     if (!slot()) slot = ctx_.program(program_source_for<Bound>(strategy), run_cache ? "-DGPUAGG_RUN_CACHE" : "");
     return slot;
   }
 
   cl::Kernel& aggregate_kernel(strategy_kind strategy, bool run_cache = false) const {
-    auto& slot = aggregate_kernels_[static_cast<std::size_t>(strategy) * 2 + (run_cache ? 1 : 0)];
+    auto& slot = aggregate_kernels_[variant(strategy, run_cache)];
     if (!slot()) slot = ctx_.kernel(program(strategy, run_cache), "gpuagg_aggregate");
     return slot;
   }
@@ -770,10 +777,9 @@ class aggregation_driver {
       detail::check(ctx_.transfer_queue().flush(), "starting the input copy");
     }
 
-    // The run-cache variant only where its own work-group limit allows this configuration.
-    const bool run_cache = use_run_cache(params) &&
-                           params.config.work_group_size <=
-                               kernel_work_group_limit(aggregate_kernel(params.strategy, true));
+    // The run-cache variant only where its own (cached) work-group limit allows this configuration.
+    const bool run_cache =
+        use_run_cache(params) && params.config.work_group_size <= max_work_group_size(params.strategy, true);
     cl::Kernel& kernel = aggregate_kernel(params.strategy, run_cache);
     cl_uint arg = 0;
     for (const auto& input : inputs) set_arg(kernel, arg, input);
@@ -936,7 +942,7 @@ class aggregation_driver {
   cl::Program home_program_;
   mutable std::array<cl::Program, 6> programs_;
   mutable std::array<cl::Kernel, 6> aggregate_kernels_;  // per strategy, without and with the run cache
-  mutable std::array<std::uint32_t, 3> kernel_limits_{};
+  mutable std::array<std::uint32_t, 6> kernel_limits_{};  // per strategy, without and with the run cache
   cl::Buffer meta_;
   std::vector<cl_ulong> meta_mirror_;
   table_buffers table_;
