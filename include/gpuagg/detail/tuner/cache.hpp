@@ -109,6 +109,21 @@ inline std::filesystem::path temporary_beside(const std::filesystem::path& file)
 
 }  // namespace detail
 
+namespace detail {
+/// The entries of the cache file for reading, or none: missing, or unusable (warned once, then
+/// tuning goes on without it). The caller holds cache_file_mutex().
+inline std::optional<nlohmann::json> readable_entries(const std::filesystem::path& file,
+                                                      std::vector<std::string>& warnings) {
+  cache_document document = read_cache_document(file);
+  if (document.status == cache_document::state::missing) return std::nullopt;
+  if (document.status == cache_document::state::unusable) {
+    warn_once("tuning cache " + file.string() + " " + document.problem + "; tuning without it", warnings);
+    return std::nullopt;
+  }
+  return std::move(document.json["entries"]);
+}
+}  // namespace detail
+
 inline tuning_cache::tuning_cache(std::filesystem::path file) : file_(std::move(file)) {}
 
 inline std::optional<std::filesystem::path> tuning_cache::default_path() {
@@ -128,13 +143,9 @@ inline tuning_cache tuning_cache::from_environment() {
 inline std::optional<cache_entry> tuning_cache::load(const tuning_key& key, std::vector<std::string>& warnings) const {
   if (!enabled()) return std::nullopt;
   const std::lock_guard lock(detail::cache_file_mutex());
-  detail::cache_document document = detail::read_cache_document(file_);
-  if (document.status == detail::cache_document::state::missing) return std::nullopt;
-  if (document.status == detail::cache_document::state::unusable) {
-    detail::warn_once("tuning cache " + file_.string() + " " + document.problem + "; tuning without it", warnings);
-    return std::nullopt;
-  }
-  for (const nlohmann::json& entry : document.json["entries"]) {
+  const auto entries = detail::readable_entries(file_, warnings);
+  if (!entries) return std::nullopt;
+  for (const nlohmann::json& entry : *entries) {
     if (!detail::entry_matches(entry, key)) continue;
     if (auto parsed = detail::parse_entry(entry)) return parsed;
     detail::warn_once("tuning cache " + file_.string() + " has a corrupt entry for this query; tuning without it",
@@ -148,14 +159,10 @@ inline std::optional<std::pair<int, cache_entry>> tuning_cache::load_nearest(con
                                                                              std::vector<std::string>& warnings) const {
   if (!enabled() || max_distance < 1) return std::nullopt;
   const std::lock_guard lock(detail::cache_file_mutex());
-  detail::cache_document document = detail::read_cache_document(file_);
-  if (document.status == detail::cache_document::state::missing) return std::nullopt;
-  if (document.status == detail::cache_document::state::unusable) {
-    detail::warn_once("tuning cache " + file_.string() + " " + document.problem + "; tuning without it", warnings);
-    return std::nullopt;
-  }
+  const auto entries = detail::readable_entries(file_, warnings);
+  if (!entries) return std::nullopt;
   std::optional<std::pair<int, cache_entry>> nearest;
-  for (const nlohmann::json& entry : document.json["entries"]) {
+  for (const nlohmann::json& entry : *entries) {
     tuning_key other = key;
     other.groups_log2 = entry.is_object() ? entry.value("groups_log2", key.groups_log2) : key.groups_log2;
     const int distance = std::abs(other.groups_log2 - key.groups_log2);
