@@ -6,13 +6,23 @@
 set -uo pipefail
 bench=build/h100/bench/gpuagg_bench
 stage=${1:-2}
+# At most 8 files come back: steps write to $tmp, then the CSVs of a kind are joined. Every
+# step gets its own time limit, and each stage ends by its $deadline (the second argument, in
+# seconds from now; each stage has a default) and logs to its $log.
+tmp=$(mktemp -d)
+join_csv() { local out=$1; shift; awk 'FNR > 1 || NR == 1' "$@" > "$out"; }
+peers_csv() { grep -E "^(groups|[0-9]+,torch)" $log | awk '!seen[$0]++' > "$1"; }  # peers.py's CSV lines in $log
+step() {  # step LIMIT NAME COMMAND...
+  local limit=$1 name=$2; shift 2
+  local left=$((deadline - SECONDS)); ((left < limit)) && limit=$left
+  ((limit <= 5)) && { echo "$name skipped: no time left" | tee -a $log; return; }
+  timeout $limit "$@" >> $log 2>&1
+  echo "$name rc=$? after ${SECONDS}s" | tee -a $log
+}
 if [[ $stage == 3 ]]; then
   # The speed work: whole queries with pooled buffers and 4 blocks in flight; WORKGROUPLOCAL
   # with a partial local table for a heavy hitter; and the gaps of stage 2.
-  tmp=$(mktemp -d); log=$OUT/stage3.log; deadline=$((SECONDS + ${2:-420}))
-  step() { local limit=$1 name=$2; shift 2; local left=$((deadline - SECONDS)); ((left < limit)) && limit=$left
-    ((limit <= 5)) && { echo "$name skipped" | tee -a $log; return; }
-    timeout $limit "$@" >> $log 2>&1; echo "$name rc=$? after ${SECONDS}s" | tee -a $log; }
+  log=$OUT/stage3.log; deadline=$((SECONDS + ${2:-420}))
   step 70 pooled $bench --rows-log2 27 --groups-log2 4,10,16,20,24 --strategies workgroup_local,shared,direct \
     --configs sweep --probe-blocks 4 --reps 1 --query-reps 5 --in-flight 4 --csv $OUT/pooled_queries.csv
   step 60 heavy_local $bench --rows-log2 27 --groups-log2 12:28:4 --distribution heavy --strategies workgroup_local \
@@ -29,35 +39,29 @@ if [[ $stage == 5 ]]; then
   # Speed work, second round: registers of each AGGREGATE kernel; WORKGROUPLOCAL's replicated
   # local tables (automatic copies against 1) at three block sizes; host input from pinned
   # arrays and pageable vectors; the PyTorch peers of the same shape.
-  tmp=$(mktemp -d); log=$OUT/stage5.log; deadline=$((SECONDS + ${2:-420}))
-  step() { local limit=$1 name=$2; shift 2; local left=$((deadline - SECONDS)); ((left < limit)) && limit=$left
-    ((limit <= 5)) && { echo "$name skipped" | tee -a $log; return; }
-    timeout $limit "$@" >> $log 2>&1; echo "$name rc=$? after ${SECONDS}s" | tee -a $log; }
+  log=$OUT/stage5.log; deadline=$((SECONDS + ${2:-420}))
   GPUAGG_BUILD_OPTIONS=-cl-nv-verbose GPUAGG_SHOW_BUILD_LOG=1 timeout 60 $bench --rows-log2 20 --groups-log2 4 \
     --strategies workgroup_local,shared,independent --configs default --reps 1 --query-reps 1 > $tmp/regs.txt 2>&1
   grep -iE "ptxas|registers|spill|bytes stack|build log" $tmp/regs.txt > $OUT/registers.log
   step 60 peers python3 .device/peers.py --rows-log2 27 --reps 3 --groups-log2 0,4,10,16,20,24
-  grep -E "^(groups|[0-9]+,torch)" $log | awk '!seen[$0]++' > $OUT/peers_gpu_5.csv
+  peers_csv $OUT/peers_gpu_5.csv
   for mib in 16 64 256; do for copies in 0 1; do
     step 60 wgl_${mib}_${copies} $bench --rows-log2 27 --groups-log2 0,4,10 --strategies workgroup_local,direct \
       --configs 1x256,2x256,4x256,8x256 --probe-blocks 4 --reps 1 --query-reps 3 --in-flight 4 --block-mib $mib \
       --local-copies $copies --csv $tmp/wgl_${mib}_${copies}.csv
   done; done
-  awk 'FNR > 1 || NR == 1' $tmp/wgl_*.csv > $OUT/wgl_copies_blocks.csv
+  join_csv $OUT/wgl_copies_blocks.csv $tmp/wgl_*.csv
   for input in pinned pageable; do
     step 60 host_$input $bench --rows-log2 27 --groups-log2 4,16 --strategies default --configs default --reps 1 \
       --query-reps 3 --in-flight 4 --input $input --csv $tmp/host_$input.csv
   done
-  awk 'FNR > 1 || NR == 1' $tmp/host_*.csv > $OUT/host_input_5.csv
+  join_csv $OUT/host_input_5.csv $tmp/host_*.csv
   exit
 fi
 if [[ $stage == 6 ]]; then
   # Speed work, third round: four rows in flight per work item (GPUAGG_FOR_ROWS) at 64 and
   # 256 MiB blocks; SHARED at high cardinality; the staging copy's threads for pageable input.
-  tmp=$(mktemp -d); log=$OUT/stage6.log; deadline=$((SECONDS + ${2:-300}))
-  step() { local limit=$1 name=$2; shift 2; local left=$((deadline - SECONDS)); ((left < limit)) && limit=$left
-    ((limit <= 5)) && { echo "$name skipped" | tee -a $log; return; }
-    timeout $limit "$@" >> $log 2>&1; echo "$name rc=$? after ${SECONDS}s" | tee -a $log; }
+  log=$OUT/stage6.log; deadline=$((SECONDS + ${2:-300}))
   GPUAGG_BUILD_OPTIONS=-cl-nv-verbose GPUAGG_SHOW_BUILD_LOG=1 timeout 60 $bench --rows-log2 20 --groups-log2 4 \
     --strategies workgroup_local,shared --configs default --reps 1 --query-reps 1 > $tmp/regs.txt 2>&1
   grep -iE "ptxas|registers|spill|bytes stack|build log" $tmp/regs.txt > $OUT/registers_6.log
@@ -67,24 +71,21 @@ if [[ $stage == 6 ]]; then
   done
   step 90 high $bench --rows-log2 27 --groups-log2 12,16,20,24 --strategies shared,direct \
     --configs 1x1024,2x1024,4x512,8x256,16x256 --probe-blocks 4 --reps 1 --query-reps 3 --csv $tmp/high.csv
-  awk 'FNR > 1 || NR == 1' $tmp/low_*.csv $tmp/high.csv > $OUT/unrolled.csv
+  join_csv $OUT/unrolled.csv $tmp/low_*.csv $tmp/high.csv
   for threads in 8 16; do
     step 40 pageable_$threads $bench --rows-log2 27 --groups-log2 4 --strategies default --configs default --reps 1 \
       --query-reps 3 --in-flight 4 --input pageable --copy-threads $threads --csv $tmp/pageable_$threads.csv
   done
-  awk 'FNR > 1 || NR == 1' $tmp/pageable_*.csv > $OUT/pageable_threads.csv
+  join_csv $OUT/pageable_threads.csv $tmp/pageable_*.csv
   exit
 fi
 if [[ $stage == 7 ]]; then
   # The speed targets in one lease: PyTorch peers at every power of two, then gpuagg (hashing,
   # direct addressing, sort + reduce_by_key) at the same group counts with --peers; skewed keys;
   # host input. Needs gpuagg_bench built (GPUAGG_BENCH_ONLY_UINT32=ON suffices).
-  tmp=$(mktemp -d); log=$OUT/stage7.log; deadline=$((SECONDS + ${2:-540}))
-  step() { local limit=$1 name=$2; shift 2; local left=$((deadline - SECONDS)); ((left < limit)) && limit=$left
-    ((limit <= 5)) && { echo "$name skipped" | tee -a $log; return; }
-    timeout $limit "$@" >> $log 2>&1; echo "$name rc=$? after ${SECONDS}s" | tee -a $log; }
+  log=$OUT/stage7.log; deadline=$((SECONDS + ${2:-540}))
   step 150 peers python3 .device/peers.py --rows-log2 27 --reps 3 --groups-log2 $(seq -s, 0 28)
-  grep -E "^(groups|[0-9]+,torch)" $log | awk '!seen[$0]++' > $OUT/peers_gpu_7.csv
+  peers_csv $OUT/peers_gpu_7.csv
   step 230 uniform $bench --rows-log2 27 --groups-log2 0:28 --strategies workgroup_local,shared,direct,sort_reduce \
     --configs 4x256,16x256,4x512,16x512,1x1024 --probe-blocks 4 --reps 1 --query-reps 3 \
     --peers $OUT/peers_gpu_7.csv --csv $OUT/targets_uniform.csv
@@ -93,21 +94,18 @@ if [[ $stage == 7 ]]; then
       --strategies default,workgroup_local,shared,direct --lenient --configs 4x256,16x256,4x512 --probe-blocks 4 \
       --reps 1 --query-reps 3 --csv $tmp/skew_$dist.csv
   done
-  awk 'FNR > 1 || NR == 1' $tmp/skew_*.csv > $OUT/skew_7.csv
+  join_csv $OUT/skew_7.csv $tmp/skew_*.csv
   for input in pinned pageable; do
     step 50 host_$input $bench --rows-log2 27 --groups-log2 4,10,16,20 --strategies default --configs default \
       --reps 1 --query-reps 3 --in-flight 4 --input $input --csv $tmp/host_$input.csv
   done
-  awk 'FNR > 1 || NR == 1' $tmp/host_*.csv > $OUT/host_7.csv
+  join_csv $OUT/host_7.csv $tmp/host_*.csv
   exit
 fi
 if [[ $stage == 8 ]]; then
   # Cacheable key reads in the hash tables against volatile ones (-DGPUAGG_VOLATILE_KEY_READS),
   # SHARED and direct addressing at 2^12 to 2^22 groups, WORKGROUPLOCAL at 2^0 to 2^10.
-  tmp=$(mktemp -d); log=$OUT/stage8.log; deadline=$((SECONDS + ${2:-300}))
-  step() { local limit=$1 name=$2; shift 2; local left=$((deadline - SECONDS)); ((left < limit)) && limit=$left
-    ((limit <= 5)) && { echo "$name skipped" | tee -a $log; return; }
-    timeout $limit "$@" >> $log 2>&1; echo "$name rc=$? after ${SECONDS}s" | tee -a $log; }
+  log=$OUT/stage8.log; deadline=$((SECONDS + ${2:-300}))
   for mode in plain volatile; do
     [[ $mode == volatile ]] && export GPUAGG_BUILD_OPTIONS=-DGPUAGG_VOLATILE_KEY_READS
     step 80 high_$mode $bench --rows-log2 27 --groups-log2 12:22:2 --strategies shared,direct \
@@ -116,7 +114,7 @@ if [[ $stage == 8 ]]; then
       --configs 4x256,16x256 --probe-blocks 4 --reps 1 --query-reps 3 --csv $tmp/low_$mode.csv
     unset GPUAGG_BUILD_OPTIONS
   done
-  for mode in plain volatile; do awk 'FNR > 1 || NR == 1' $tmp/high_$mode.csv $tmp/low_$mode.csv > $OUT/key_reads_$mode.csv; done
+  for mode in plain volatile; do join_csv $OUT/key_reads_$mode.csv $tmp/high_$mode.csv $tmp/low_$mode.csv; done
   exit
 fi
 if [[ $stage == 9 ]]; then
@@ -124,12 +122,9 @@ if [[ $stage == 9 ]]; then
   # of two, skew, host input), the live tuner against exhaustive search, and a profile of
   # AGGREGATE if Nsight Compute is installed. Needs gpuagg_bench (GPUAGG_BENCH_ONLY_UINT32=ON
   # suffices).
-  tmp=$(mktemp -d); log=$OUT/stage9.log; deadline=$((SECONDS + ${2:-540}))
-  step() { local limit=$1 name=$2; shift 2; local left=$((deadline - SECONDS)); ((left < limit)) && limit=$left
-    ((limit <= 5)) && { echo "$name skipped" | tee -a $log; return; }
-    timeout $limit "$@" >> $log 2>&1; echo "$name rc=$? after ${SECONDS}s" | tee -a $log; }
+  log=$OUT/stage9.log; deadline=$((SECONDS + ${2:-540}))
   step 30 peers python3 .device/peers.py --rows-log2 27 --reps 3 --groups-log2 $(seq -s, 0 28)
-  grep -E "^(groups|[0-9]+,torch)" $log | awk '!seen[$0]++' > $OUT/peers_gpu_9.csv
+  peers_csv $OUT/peers_gpu_9.csv
   step 150 uniform $bench --rows-log2 27 --groups-log2 0:28 --strategies workgroup_local,shared,direct,sort_reduce \
     --configs 4x256,16x256,4x512,16x512,1x1024 --probe-blocks 4 --reps 1 --query-reps 3 \
     --peers $OUT/peers_gpu_9.csv --csv $OUT/targets_9.csv
@@ -138,14 +133,14 @@ if [[ $stage == 9 ]]; then
       --strategies default,workgroup_local,shared,direct --lenient --configs 4x256,16x256,4x512 --probe-blocks 4 \
       --reps 1 --query-reps 3 --csv $tmp/skew_$dist.csv
   done
-  awk 'FNR > 1 || NR == 1' $tmp/skew_*.csv > $OUT/skew_9.csv
+  join_csv $OUT/skew_9.csv $tmp/skew_*.csv
   step 25 host_pinned $bench --rows-log2 27 --groups-log2 4,10,16,20 --strategies default --configs default \
     --reps 1 --query-reps 3 --in-flight 4 --input pinned --csv $tmp/host_1.csv
   step 25 host_pageable $bench --rows-log2 27 --groups-log2 4,10,16,20 --strategies default --configs default \
     --reps 1 --query-reps 3 --in-flight 4 --input pageable --csv $tmp/host_2.csv
   step 25 host_pageable_16threads $bench --rows-log2 27 --groups-log2 4,16 --strategies default --configs default \
     --reps 1 --query-reps 3 --in-flight 4 --input pageable --copy-threads 16 --csv $tmp/host_3.csv
-  awk 'FNR > 1 || NR == 1' $tmp/host_*.csv > $OUT/host_9.csv
+  join_csv $OUT/host_9.csv $tmp/host_*.csv
   step 150 tuned $bench --rows-log2 27 --groups-log2 0,4,8,12,16,20 --block-mib 4 \
     --strategies shared,independent,workgroup_local,tuned --configs all --probe-blocks 8 --reps 1 --no-pipelined \
     --tuned-reps 3 --tuned-csv $OUT/tuned_live_9.csv
@@ -162,12 +157,9 @@ fi
 if [[ $stage == 10 ]]; then
   # The run cache (a work item combines a run of one key in private variables before the table):
   # uniform at every power of two up to 2^24, zipf and heavy hitter, against stage 9's figures.
-  tmp=$(mktemp -d); log=$OUT/stage10.log; deadline=$((SECONDS + ${2:-400}))
-  step() { local limit=$1 name=$2; shift 2; local left=$((deadline - SECONDS)); ((left < limit)) && limit=$left
-    ((limit <= 5)) && { echo "$name skipped" | tee -a $log; return; }
-    timeout $limit "$@" >> $log 2>&1; echo "$name rc=$? after ${SECONDS}s" | tee -a $log; }
+  log=$OUT/stage10.log; deadline=$((SECONDS + ${2:-400}))
   step 30 peers python3 .device/peers.py --rows-log2 27 --reps 3 --groups-log2 $(seq -s, 0 28)
-  grep -E "^(groups|[0-9]+,torch)" $log | awk '!seen[$0]++' > $OUT/peers_gpu_10.csv
+  peers_csv $OUT/peers_gpu_10.csv
   step 150 uniform $bench --rows-log2 27 --groups-log2 0:28 --strategies workgroup_local,shared,direct,sort_reduce \
     --configs 4x256,16x256,4x512,16x512,1x1024 --probe-blocks 4 --reps 1 --query-reps 3 \
     --peers $OUT/peers_gpu_10.csv --csv $OUT/targets_10.csv
@@ -176,27 +168,24 @@ if [[ $stage == 10 ]]; then
       --strategies default,workgroup_local,shared,direct --lenient --configs 4x256,16x256,4x512 --probe-blocks 4 \
       --reps 1 --query-reps 3 --csv $tmp/skew_$dist.csv
   done
-  awk 'FNR > 1 || NR == 1' $tmp/skew_*.csv > $OUT/skew_10.csv
+  join_csv $OUT/skew_10.csv $tmp/skew_*.csv
   exit
 fi
 if [[ $stage == 4 ]]; then
   # Gaps of stages 2 and 3 (cut by time limits), and value types other than uint32.
-  tmp=$(mktemp -d); log=$OUT/stage4.log; deadline=$((SECONDS + ${2:-420}))
-  step() { local limit=$1 name=$2; shift 2; local left=$((deadline - SECONDS)); ((left < limit)) && limit=$left
-    ((limit <= 5)) && { echo "$name skipped" | tee -a $log; return; }
-    timeout $limit "$@" >> $log 2>&1; echo "$name rc=$? after ${SECONDS}s" | tee -a $log; }
+  log=$OUT/stage4.log; deadline=$((SECONDS + ${2:-420}))
   step 150 baselines $bench --rows-log2 27 --groups-log2 24,26,28 --strategies sort_reduce,sort_atomics --reps 2 \
     --csv $OUT/baselines_d.csv
   step 90 sorted $bench --rows-log2 27 --groups-log2 24,28 --distribution sorted --strategies shared,direct \
     --configs sweep --probe-blocks 4 --reps 1 --query-reps 3 --csv $tmp/sorted.csv
   step 50 zipf $bench --rows-log2 27 --groups-log2 28 --distribution zipf --strategies shared,direct \
     --configs sweep --probe-blocks 4 --reps 1 --query-reps 3 --csv $tmp/zipf.csv
-  awk 'FNR > 1 || NR == 1' $tmp/sorted.csv $tmp/zipf.csv > $OUT/distributions_d.csv
+  join_csv $OUT/distributions_d.csv $tmp/sorted.csv $tmp/zipf.csv
   for value in int64 double; do
     step 60 $value $bench --rows-log2 27 --groups-log2 4,16,24 --value-type $value \
       --strategies workgroup_local,shared,direct --configs default --reps 1 --query-reps 3 --csv $tmp/values_$value.csv
   done
-  awk 'FNR > 1 || NR == 1' $tmp/values_*.csv > $OUT/value_types.csv
+  join_csv $OUT/value_types.csv $tmp/values_*.csv
   exit
 fi
 if [[ $stage == 1 ]]; then
@@ -206,19 +195,8 @@ if [[ $stage == 1 ]]; then
     --reps 1 --query-reps 5 --csv $OUT/space_hi.csv --blocks-csv $OUT/space_hi_blocks.csv
   exit
 fi
-# At most 8 files come back: steps write to $tmp, then the CSVs of a kind are joined. Every
-# step gets its own time limit, and the whole stage ends by $deadline (seconds from now).
-tmp=$(mktemp -d)
 log=$OUT/sweeps.log
 deadline=$((SECONDS + ${2:-540}))
-join_csv() { local out=$1; shift; awk 'FNR > 1 || NR == 1' "$@" > "$out"; }
-step() {  # step LIMIT NAME COMMAND...
-  local limit=$1 name=$2; shift 2
-  local left=$((deadline - SECONDS)); ((left < limit)) && limit=$left
-  ((limit <= 5)) && { echo "$name skipped: no time left" | tee -a $log; return; }
-  timeout $limit "$@" >> $log 2>&1
-  echo "$name rc=$? after ${SECONDS}s" | tee -a $log
-}
 # The tuner inside real queries (4 MiB blocks: 128 blocks to tune on), after exhaustive search
 # over the same blocks in the same run.
 step 150 tuned $bench --rows-log2 27 --block-mib 4 --groups-log2 0:28:4 \
