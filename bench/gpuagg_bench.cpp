@@ -50,6 +50,7 @@ struct settings {
   double block_mib = 0;  // 0: the library's default (16 MiB host input, 64 MiB device input)
   unsigned copy_threads = 0;
   std::uint32_t local_copies = 0;
+  std::uint32_t partitions = 1;
   unsigned reps = 3;
   unsigned query_reps = 5;
   unsigned tuned_reps = 3;
@@ -265,11 +266,14 @@ struct measurement {
   double initialize_seconds = 0;
   double finalize_seconds = 0;
   double merge_seconds = 0;
+  double partition_seconds = 0;
   double setup_seconds = 0;  // the driver's constructor: sample, programs, table, INITIALIZE
   double wall_seconds = 0;
   bool verified = false;
-  /// Profiled kernel time of the whole query: INITIALIZE, AGGREGATE, MERGE and FINALIZE.
-  double kernel_seconds() const { return initialize_seconds + aggregate_seconds + merge_seconds + finalize_seconds; }
+  /// Profiled kernel time of the whole query: INITIALIZE, PARTITION, AGGREGATE, MERGE and FINALIZE.
+  double kernel_seconds() const {
+    return initialize_seconds + partition_seconds + aggregate_seconds + merge_seconds + finalize_seconds;
+  }
   std::uint64_t peak_device_bytes = 0;
 };
 
@@ -294,7 +298,7 @@ struct output {
          << rate_blocks << ',' << rate_query << ',' << m.peak_device_bytes << ',' << (m.verified ? 1 : 0) << ','
          << m.merge_seconds * 1e3 << ',' << m.setup_seconds * 1e3 << ',' << m.kernel_seconds() * 1e3 << ','
          << (m.kernel_seconds() > 0 ? double(rows_total) / m.kernel_seconds() / 1e9 : 0) << ',' << s->block_mib << ','
-         << s->local_copies << '\n';
+         << s->local_copies << ',' << m.partition_seconds * 1e3 << ',' << s->partitions << '\n';
   }
 };
 
@@ -302,7 +306,7 @@ constexpr const char* csv_header =
     "device,driver,input,distribution,key_type,value_type,rows,groups,system,work_groups_per_cu,work_group_size,mode,rep,"
     "blocks_measured,block_mean_us,block_cv,aggregate_ms,initialize_ms,finalize_ms,wall_ms,gtuples_per_s_blocks,"
     "gtuples_per_s_query,peak_device_bytes,verified,merge_ms,setup_ms,kernel_ms,gtuples_per_s_kernels,block_mib,"
-    "local_copies\n";
+    "local_copies,partition_ms,partitions\n";
 
 template <class Key, class Value>
 class bench {
@@ -354,6 +358,7 @@ class bench {
     opts.autotune = false;
     opts.blocks_in_flight = s_.in_flight;
     opts.local_table_copies = s_.local_copies;
+    opts.partitions = s_.partitions;
     if (direct) opts.domain = key_domain(Key{0}, data_.max_key);
     return opts;
   }
@@ -399,6 +404,7 @@ class bench {
     m.initialize_seconds = on_device.stats.initialize_seconds;
     m.finalize_seconds = on_device.stats.finalize_seconds;
     m.merge_seconds = on_device.stats.merge_seconds;
+    m.partition_seconds = on_device.stats.partition_seconds;
     m.setup_seconds = on_device.stats.setup_seconds;
     m.peak_device_bytes = on_device.stats.peak_device_bytes;
     m.verified = on_device.size == data_.expected_groups &&
@@ -696,7 +702,8 @@ int run_types(const settings& s) {
   context& ctx = default_context();
   const auto& info = ctx.info();
   std::cerr << "gpuagg_bench: " << info.name << " (" << info.platform_name << ", driver " << info.driver_version
-            << "), " << info.compute_units << " compute units\n";
+            << "), " << info.compute_units << " compute units, global-memory cache "
+            << info.global_cache_bytes / 1024 << " KiB\n";
   output out;
   out.info = &info;
   out.s = &s;
@@ -748,6 +755,8 @@ int main(int argc, char** argv) {
   app.add_option("--copy-threads", s.copy_threads, "threads of the staging copy (options::copy_threads; 0: automatic)");
   app.add_option("--local-copies", s.local_copies,
                  "copies of WORKGROUPLOCAL's local table (options::local_table_copies; 0: automatic)");
+  app.add_option("--partitions", s.partitions,
+                 "PARTITION's runs per block (options::partitions; 1: none)");
   app.add_option("--reps", s.reps, "measured repetitions per configuration (after one warm-up)");
   app.add_option("--query-reps", s.query_reps, "measured repetitions of the pipelined whole query");
   app.add_option("--tuned-reps", s.tuned_reps, "measured repetitions of the live tuner (system tuned)");

@@ -171,6 +171,25 @@ if [[ $stage == 10 ]]; then
   join_csv $OUT/skew_10.csv $tmp/skew_*.csv
   exit
 fi
+if [[ $stage == 11 ]]; then
+  # PARTITION (rows ordered into runs by table region before AGGREGATE) for tables larger than
+  # the L2: off (1) against automatic (0) from 2^18 to 2^28 groups, then fixed run counts.
+  log=$OUT/stage11.log; deadline=$((SECONDS + ${2:-420}))
+  $bench --rows-log2 10 --groups-log2 4 --strategies shared --configs default --reps 1 --query-reps 1 2>&1 | head -1 >> $log
+  step 40 peers python3 .device/peers.py --rows-log2 27 --reps 3 --groups-log2 $(seq -s, 18 28)
+  peers_csv $OUT/peers_gpu_11.csv
+  for parts in 1 0; do
+    step 120 part_$parts $bench --rows-log2 27 --groups-log2 18:28 --strategies shared,direct \
+      --configs 4x256,16x256,4x512 --probe-blocks 4 --reps 1 --query-reps 3 --partitions $parts \
+      --peers $OUT/peers_gpu_11.csv --csv $tmp/part_$parts.csv
+  done
+  for parts in 8 32 128 512; do
+    step 40 fixed_$parts $bench --rows-log2 27 --groups-log2 21,24,28 --strategies shared,direct --configs 16x256 \
+      --probe-blocks 4 --reps 1 --query-reps 3 --partitions $parts --csv $tmp/fixed_$parts.csv
+  done
+  join_csv $OUT/partition_11.csv $tmp/part_*.csv $tmp/fixed_*.csv
+  exit
+fi
 if [[ $stage == 4 ]]; then
   # Gaps of stages 2 and 3 (cut by time limits), and value types other than uint32.
   log=$OUT/stage4.log; deadline=$((SECONDS + ${2:-420}))

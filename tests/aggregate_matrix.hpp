@@ -72,7 +72,8 @@ void run_matrix() {
         options opts;
         const std::size_t wanted_groups = d == distribution::all_distinct ? std::max<std::size_t>(rows, 1) : groups;
         if constexpr (Scheme::is_identity) {
-          // A domain around the key the table marks empty, so the reserved bucket is used:
+          // A domain around the key the tables mark empty (local and private tables keep it in
+          // their reserved bucket, the global table's bitmap in its own bucket):
           // [-n/2, n/2] for signed keys, [max - n + 1, max] for unsigned ones.
           const auto n = static_cast<Key>(std::max<std::size_t>(wanted_groups * 2, 8));
           const Key lo = std::is_signed_v<Key> ? static_cast<Key>(-(n / 2)) : std::numeric_limits<Key>::max() - n + 1;

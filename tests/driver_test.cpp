@@ -446,3 +446,73 @@ TEST_CASE("the run cache: forced on or off, and automatic, for SHARED and WORKGR
                             sum_count_min, options{});
   CHECK_FALSE(spread->use_run_cache({strategy_kind::shared, launch_config{1, 256}}));
 }
+
+TEST_CASE("PARTITION: rows ordered into runs by table region give exact results for every strategy and scheme") {
+  const auto seed = fresh_seed();
+  CAPTURE(seed);
+  std::mt19937_64 rng(seed);
+  for (const std::uint32_t parts : {2u, 16u, 1024u}) {
+    for (const distribution d : {distribution::uniform, distribution::zipf, distribution::heavy_hitter,
+                                 distribution::sorted_runs, distribution::all_distinct}) {
+      const std::string distribution_name = name(d);
+      CAPTURE(parts);
+      CAPTURE(distribution_name);
+      // The dictionary starts with the key type's extremes, the empty marker's key among them.
+      const auto in = make_input(50'021, 5'000, d, rng);
+      for (const auto strategy : all_strategies) {
+        CAPTURE(strategy);
+        options opts;
+        opts.strategy = strategy;
+        opts.config = launch_config{2, 64};
+        opts.partitions = parts;
+        opts.block_bytes = 16384 * sizeof(std::uint64_t);
+        const auto r = group_by(in.keys, in.vals, sum_count_min, opts);
+        check_equal(r, reference(in));
+        CHECK(r.stats.partition_seconds > 0);
+      }
+      // A too-small hint: the table grows while blocks are partitioned for the old one.
+      options small;
+      small.expected_groups = 2;
+      small.partitions = parts;
+      small.strategy = strategy_kind::shared;
+      small.block_bytes = 16384 * sizeof(std::uint64_t);
+      const auto grown = group_by(in.keys, in.vals, sum_count_min, small);
+      check_equal(grown, reference(in));
+      CHECK(grown.stats.table_growths >= 1);
+    }
+  }
+  // Direct addressing: runs of a dense domain (its capacity need not be a power of two), keys at
+  // both ends of it; a key outside it still fails with the typed error.
+  const std::uint64_t lo = 1'000, hi = 1'000 + 29'999;
+  std::vector<std::uint64_t> keys(40'000);
+  for (auto& k : keys) k = lo + rng() % (hi - lo + 1);
+  keys[0] = lo;
+  keys[1] = hi;
+  const auto vals = random_values<std::int64_t>(keys.size(), rng);
+  const input dense{keys, vals};
+  const auto direct = select<direct_addressing>(sum(col<0>), count(), min(col<0>));
+  for (const std::uint32_t parts : {4u, 512u}) {
+    CAPTURE(parts);
+    options opts;
+    opts.domain = key_domain(lo, hi);
+    opts.partitions = parts;
+    opts.strategy = strategy_kind::shared;
+    opts.block_bytes = 8192 * sizeof(std::uint64_t);
+    check_equal(group_by(keys, vals, direct, opts), reference(dense));
+    auto outside = keys;
+    outside[20'000] = hi + 1;
+    CHECK_THROWS_AS(group_by(outside, vals, direct, opts), key_out_of_domain_error);
+  }
+  // Off by default.
+  CHECK(group_by(keys, vals, sum_count_min).stats.partition_seconds == 0);
+}
+
+TEST_CASE("partitions must be a power of two up to 1024") {
+  const std::vector<std::uint64_t> keys{1, 2, 3};
+  const std::vector<std::int64_t> vals{1, 2, 3};
+  for (const std::uint32_t parts : {0u, 3u, 2048u}) {
+    options opts;
+    opts.partitions = parts;
+    CHECK_THROWS_AS(group_by(keys, vals, sum_count_min, opts), invalid_argument_error);
+  }
+}

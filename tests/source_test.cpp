@@ -33,7 +33,9 @@ TEST_CASE("the key policy's OpenCL text is exactly as expected") {
         "#define KEY_PARAMS __global const KEY_IN_T* restrict key_in0\n"
         "#define KEY_LOAD(row) ((KEY_T)key_in0[row])\n"
         "#define KEY_OUT_PARAMS , __global KEY_IN_T* restrict key_out0\n"
-        "#define KEY_STORE(pos, bits) (key_out0[pos] = (KEY_IN_T)(bits))\n");
+        "#define KEY_STORE(pos, bits) (key_out0[pos] = (KEY_IN_T)(bits))\n"
+        "#define KEY_COPY_PARAMS , __global KEY_IN_T* restrict key_copy0\n"
+        "#define KEY_COPY(to, from) (key_copy0[to] = key_in0[from])\n");
 }
 
 TEST_CASE("a query's OpenCL text is exactly as expected: the paper's query") {
@@ -61,6 +63,8 @@ TEST_CASE("a query's OpenCL text is exactly as expected: the paper's query") {
         "typedef ulong out0_t;\n"
         "#define OUT0_VALUE(slot) ((out0_t)((g_acc0[slot] / g_acc1[slot])))\n"
         "#define VALUE_PARAMS , __global const int* restrict v0, __global const int* restrict v1\n"
+        "#define VALUE_COPY_PARAMS , __global int* restrict vc0, __global int* restrict vc1\n"
+        "#define VALUE_COPY(to, from) vc0[to] = v0[from]; vc1[to] = v1[from];\n"
         "#define ACC_PARAMS(AS, P) , AS acc0_t* P##acc0 , AS acc1_t* P##acc1\n"
         "#define ACC_INIT(P, s) P##acc0[s] = ACC0_IDENTITY; P##acc1[s] = ACC1_IDENTITY;\n"
         "#define ACC_COMBINE_FROM(AS, P, s, Q, q) ACC0_COMBINE_##AS(&P##acc0[s], Q##acc0[q]); "

@@ -113,6 +113,7 @@ inline constexpr std::size_t meta_special = 1;
 inline constexpr std::size_t meta_spilled = 2;
 inline constexpr std::size_t meta_lost = 3;
 inline constexpr std::size_t meta_words = 4;
+inline constexpr std::uint32_t max_partitions = 1024;  // kernels.inc: GPUAGG_MAX_PARTS
 
 }  // namespace detail
 
@@ -336,6 +337,7 @@ class aggregation_driver {
     cl_uint arg = 0;
     set_table_args(finalize, arg, table_);
     set_arg(finalize, arg, cl_uint(table_.capacity));
+    set_arg(finalize, arg, key_min());
     set_arg(finalize, arg, meta_);
     set_arg(finalize, arg, count);
     set_arg(finalize, arg, out.keys);
@@ -399,6 +401,7 @@ class aggregation_driver {
   struct pending_block {
     cl::Event kernel;
     cl::Event meta_read;
+    std::vector<cl::Event> partition;  // PARTITION's kernels, when the block was partitioned
     std::size_t slot = 0;
     unsigned generation = 0;
     execution_params params;
@@ -438,6 +441,11 @@ class aggregation_driver {
       throw invalid_argument_error("max_load_factor must lie in (0, 0.9]");
     }
     if (opts_.block_bytes && *opts_.block_bytes == 0) throw invalid_argument_error("block_bytes must be positive");
+    if (opts_.partitions == 0 || (opts_.partitions & (opts_.partitions - 1)) != 0 ||
+        opts_.partitions > detail::max_partitions) {
+      throw invalid_argument_error("partitions must be 1 (none) or a power of two up to " +
+                                   std::to_string(detail::max_partitions));
+    }
     if ((opts_.local_table_copies & (opts_.local_table_copies - 1)) != 0) {
       throw invalid_argument_error("local_table_copies must be 0 (automatic) or a power of two");
     }
@@ -777,6 +785,13 @@ class aggregation_driver {
       detail::check(ctx_.transfer_queue().flush(), "starting the input copy");
     }
 
+    if (const auto parts = partitions(); parts > 1) {
+      partition(inputs, row_begin, row_end, parts, ready, pending.partition);
+      row_begin = 0;
+      row_end = count;
+      ready.clear();
+    }
+
     // The run-cache variant only where its own (cached) work-group limit allows this configuration.
     const bool run_cache =
         use_run_cache(params) && params.config.work_group_size <= max_work_group_size(params.strategy, true);
@@ -826,13 +841,89 @@ class aggregation_driver {
     return pending;
   }
 
+  /// PARTITION's runs for a block (1: none): options' `partitions`, at most one per bucket.
+  std::uint32_t partitions() const {
+    return static_cast<std::uint32_t>(std::min<std::uint64_t>(opts_.partitions, table_.capacity));
+  }
+
+  /// Orders rows [row_begin, row_end) of `inputs` into `parts` runs by their home bucket's
+  /// region of the table (kernels.inc: PARTITION), into partition_inputs_, and points `inputs`
+  /// there. The first kernel waits for `ready`; `events` receives the kernels' events.
+  void partition(std::vector<cl::Buffer>& inputs, cl_ulong row_begin, cl_ulong row_end, std::uint32_t parts,
+                 const std::vector<cl::Event>& ready, std::vector<cl::Event>& events) {
+    const std::uint64_t rows = row_end - row_begin;
+    if (partition_kernels_.empty()) {
+      for (const char* name : {"gpuagg_partition_count", "gpuagg_partition_scan", "gpuagg_partition_scatter"}) {
+        partition_kernels_.push_back(ctx_.kernel(home_program_, name));
+      }
+      std::size_t limit = 256;
+      for (const auto& kernel : partition_kernels_) limit = std::min(limit, kernel_work_group_limit(kernel));
+      partition_local_ = 1;
+      while (partition_local_ * 2 <= limit) partition_local_ *= 2;
+      partition_tiles_ = std::uint64_t{ctx_.info().compute_units} * 8;
+      partition_counts_ = allocate(partition_tiles_ * detail::max_partitions * sizeof(cl_uint), "PARTITION's counts");
+      partition_bases_ = allocate(detail::max_partitions * sizeof(cl_uint), "PARTITION's bases");
+      partition_total_ = allocate(sizeof(cl_uint), "PARTITION's total");
+      for (const auto& column : columns_) {
+        partition_inputs_.push_back(allocate(std::uint64_t(block_rows_) * column.element_size, "a partitioned block"));
+      }
+    }
+    const std::uint64_t tiles =
+        std::clamp<std::uint64_t>((rows + partition_local_ * 16 - 1) / (partition_local_ * 16), 1, partition_tiles_);
+    const std::uint64_t tile_rows = (rows + tiles - 1) / tiles;
+    const std::uint64_t region = (table_.capacity + parts - 1) / parts;
+    const auto params = [&](cl::Kernel& kernel, cl_uint& arg) {
+      set_arg(kernel, arg, row_begin);
+      set_arg(kernel, arg, row_end);
+      set_arg(kernel, arg, cl_ulong(tile_rows));
+      set_arg(kernel, arg, cl_uint(table_.bits));
+      set_arg(kernel, arg, cl_uint(table_.capacity));
+      set_arg(kernel, arg, key_min());
+      set_arg(kernel, arg, cl_uint(region));
+      set_arg(kernel, arg, cl_uint(parts));
+    };
+    const std::size_t local = partition_local_;
+    events.resize(4);
+    auto& count = partition_kernels_[0];
+    cl_uint arg = 0;
+    for (std::size_t c = 0; c < key_policy::columns; ++c) set_arg(count, arg, inputs[c]);
+    params(count, arg);
+    set_arg(count, arg, partition_counts_);
+    launch(count, tiles * local, local, "PARTITION (count)", &events[0], ready.empty() ? nullptr : &ready);
+    auto& scan = partition_kernels_[1];
+    arg = 0;
+    set_arg(scan, arg, partition_counts_);
+    set_arg(scan, arg, cl_uint(tiles));
+    set_arg(scan, arg, partition_bases_);
+    set_arg(scan, arg, cl::Local(local * sizeof(cl_uint)));
+    launch(scan, parts * local, local, "PARTITION (scan)", &events[1]);
+    arg = 0;
+    set_arg(scan, arg, partition_bases_);
+    set_arg(scan, arg, cl_uint(parts));
+    set_arg(scan, arg, partition_total_);
+    launch(scan, local, local, "PARTITION (bases)", &events[2]);
+    auto& scatter = partition_kernels_[2];
+    arg = 0;
+    for (const auto& input : inputs) set_arg(scatter, arg, input);
+    params(scatter, arg);
+    set_arg(scatter, arg, partition_counts_);
+    set_arg(scatter, arg, partition_bases_);
+    for (const auto& output : partition_inputs_) set_arg(scatter, arg, output);
+    launch(scatter, tiles * local, local, "PARTITION (scatter)", &events[3]);
+    inputs = partition_inputs_;
+  }
+
   /// Waits for a block, records it, and grows the table if it filled.
   double complete(pending_block& block) {
     detail::wait_for(block.kernel, "AGGREGATE");
     detail::wait_for(block.meta_read, "reading the query's counters");
-    const double seconds = detail::event_seconds(block.kernel);
-    stats_.blocks.push_back({block.params, block.rows, seconds});
-    stats_.aggregate_seconds += seconds;
+    const double aggregate = detail::event_seconds(block.kernel);
+    double partition = 0;
+    for (const auto& event : block.partition) partition += detail::event_seconds(event);
+    stats_.blocks.push_back({block.params, block.rows, aggregate, partition});
+    stats_.aggregate_seconds += aggregate;
+    stats_.partition_seconds += partition;
+    const double seconds = aggregate + partition;
     if (block.generation != generation_) return seconds;  // a growth since has accounted for it
     const cl_ulong* meta = meta_mirror_.data() + block.slot * detail::meta_words;
     if (meta[detail::meta_lost]) throw error("internal error: the spill area overflowed");
@@ -949,6 +1040,13 @@ class aggregation_driver {
   table_buffers spill_;
   table_buffers private_;
   std::vector<staging_slot> staging_;
+  std::vector<cl::Kernel> partition_kernels_;  // PARTITION: count, scan, scatter (made on first use)
+  std::size_t partition_local_ = 1;
+  std::uint64_t partition_tiles_ = 1;          // most tiles (work groups) of count and scatter
+  cl::Buffer partition_counts_;
+  cl::Buffer partition_bases_;
+  cl::Buffer partition_total_;
+  std::vector<cl::Buffer> partition_inputs_;   // one block's rows in runs, per column
   std::vector<bool> pinned_input_;  // per column: the caller's memory is pinned (no staging)
   std::map<cl_mem, std::pair<std::uint64_t, cl::Buffer>> held_;  // pooled buffers, by handle
   query_stats stats_;

@@ -61,11 +61,13 @@ struct murmur3_finalizer {
 };
 
 /// The "perfect" hash of a dense key domain: bucket = key - key_min. Needs the domain
-/// (options::key_domain) and `no_probing`.
+/// (options::key_domain) and `no_probing`. Its global table keeps a bitmap of used buckets
+/// instead of keys (GPUAGG_DENSE_TABLE, kernels.inc).
 struct identity_hash {
   static constexpr detail::fixed_string name{"identity"};
   static constexpr bool is_identity = true;
   static constexpr detail::fixed_string cl_source{
+      "#define GPUAGG_DENSE_TABLE 1\n"
       "inline uint gpuagg_home(KEY_T k, uint bits, uint capacity, KEY_T key_min) {\n"
       "  const KEY_T offset = k - key_min;\n"
       "  return offset < (KEY_T)capacity ? (uint)offset : GPUAGG_NO_SLOT;\n"

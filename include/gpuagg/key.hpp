@@ -27,7 +27,8 @@ struct single_key {
   static constexpr T from_bits(bits_type bits) noexcept { return static_cast<T>(bits); }
 
   /// KEY_T (table word), KEY_IN_T (column type), EMPTY_KEY, KEY_PARAMS, KEY_LOAD(row),
-  /// KEY_OUT_PARAMS and KEY_STORE(pos, bits).
+  /// KEY_OUT_PARAMS, KEY_STORE(pos, bits), and KEY_COPY_PARAMS / KEY_COPY(to, from), which copy
+  /// a row's key column(s) (PARTITION).
   static constexpr auto cl_source = detail::concat(
       detail::fixed_string{"#define KEY_T "}, cl_type_name<bits_type>, detail::fixed_string{"\n#define KEY_IN_T "},
       cl_type_name<T>, detail::fixed_string{"\n#define KEY_IS_64 "},
@@ -39,7 +40,9 @@ struct single_key {
           "#define KEY_PARAMS __global const KEY_IN_T* restrict key_in0\n"
           "#define KEY_LOAD(row) ((KEY_T)key_in0[row])\n"
           "#define KEY_OUT_PARAMS , __global KEY_IN_T* restrict key_out0\n"
-          "#define KEY_STORE(pos, bits) (key_out0[pos] = (KEY_IN_T)(bits))\n"});
+          "#define KEY_STORE(pos, bits) (key_out0[pos] = (KEY_IN_T)(bits))\n"
+          "#define KEY_COPY_PARAMS , __global KEY_IN_T* restrict key_copy0\n"
+          "#define KEY_COPY(to, from) (key_copy0[to] = key_in0[from])\n"});
 };
 
 template <class K>

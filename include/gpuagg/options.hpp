@@ -63,6 +63,12 @@ struct options {
   /// Combine each work item's runs of one key in private variables before the table (SHARED,
   /// WORKGROUPLOCAL). Default: when the key sample shows one dominant key.
   std::optional<bool> run_cache;
+  /// Runs per input block for PARTITION (kernels.inc): a power of two up to 1024. Above 1, each
+  /// block's rows are first ordered into that many runs by the region of the table their home
+  /// bucket lies in, so the rows that update one region arrive together. Off (1) by default: on
+  /// the H100 its passes cost more than they save except for 8 to 32 runs at 2^21 to 2^24
+  /// groups (bench/NOTES.md, attempt 10).
+  std::uint32_t partitions = 1;
   /// Required by direct_addressing: the key domain.
   std::optional<key_domain> domain;
   /// The context (device) to run on; default: gpuagg::default_context().

@@ -273,6 +273,13 @@ struct bound_query<Key, query<Scheme, Outputs...>, Values...> {
                           detail::fixed_string{"* restrict v"}, detail::to_fixed_string<I>());
   }
 
+  template <std::size_t I>
+  static constexpr auto value_copy_param() {
+    using V = std::tuple_element_t<I, value_tuple>;
+    return detail::concat(detail::fixed_string{", __global "}, cl_type_name<V>, detail::fixed_string{"* restrict vc"},
+                          detail::to_fixed_string<I>());
+  }
+
   template <std::size_t J>
   static constexpr auto aggregate_source() {
     using policy = policy_at<J>;
@@ -321,7 +328,11 @@ struct bound_query<Key, query<Scheme, Outputs...>, Values...> {
     return [&]<std::size_t... J, std::size_t... K, std::size_t... I>(
                std::index_sequence<J...>, std::index_sequence<K...>, std::index_sequence<I...>) {
       return detail::concat(
-          fixed_string{"#define VALUE_PARAMS "}, value_param<I>()..., fixed_string{"\n#define ACC_PARAMS(AS, P)"},
+          fixed_string{"#define VALUE_PARAMS "}, value_param<I>()..., fixed_string{"\n#define VALUE_COPY_PARAMS "},
+          value_copy_param<I>()..., fixed_string{"\n#define VALUE_COPY(to, from)"},
+          detail::concat(fixed_string{" vc"}, detail::to_fixed_string<I>(), fixed_string{"[to] = v"},
+                         detail::to_fixed_string<I>(), fixed_string{"[from];"})...,
+          fixed_string{"\n#define ACC_PARAMS(AS, P)"},
           detail::concat(fixed_string{" , AS acc"}, detail::to_fixed_string<J>(), fixed_string{"_t* P##acc"},
                          detail::to_fixed_string<J>())...,
           fixed_string{"\n#define ACC_INIT(P, s)"},

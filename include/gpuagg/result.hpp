@@ -19,6 +19,7 @@ struct block_record {
   execution_params params;
   std::uint64_t rows = 0;
   double aggregate_seconds = 0;
+  double partition_seconds = 0;  ///< PARTITION's kernels before it (0 when not partitioned)
 };
 
 /// How a query ran.
@@ -33,6 +34,7 @@ struct query_stats {
   std::uint64_t spilled_entries = 0;    ///< rows or partials merged after a growth
   std::vector<block_record> blocks;     ///< every AGGREGATE launch, in order
   double aggregate_seconds = 0;         ///< sum of profiled AGGREGATE times
+  double partition_seconds = 0;         ///< sum of profiled PARTITION times (tables larger than the cache)
   double initialize_seconds = 0;
   double merge_seconds = 0;             ///< growth: rehash and spill merges
   double finalize_seconds = 0;

@@ -34,6 +34,7 @@ struct device_info {
   std::uint64_t local_mem_bytes = 0;
   std::uint64_t global_mem_bytes = 0;
   std::uint64_t max_alloc_bytes = 0;
+  std::uint64_t global_cache_bytes = 0;  ///< CL_DEVICE_GLOBAL_MEM_CACHE_SIZE (the L2 on GPUs)
   bool is_gpu = false;
   bool int64_atomics = false;
   bool fp64 = false;
@@ -288,6 +289,7 @@ class context {
     info_.local_mem_bytes = device_.getInfo<CL_DEVICE_LOCAL_MEM_SIZE>();
     info_.global_mem_bytes = device_.getInfo<CL_DEVICE_GLOBAL_MEM_SIZE>();
     info_.max_alloc_bytes = device_.getInfo<CL_DEVICE_MAX_MEM_ALLOC_SIZE>();
+    info_.global_cache_bytes = device_.getInfo<CL_DEVICE_GLOBAL_MEM_CACHE_SIZE>();
     info_.is_gpu = (device_.getInfo<CL_DEVICE_TYPE>() & CL_DEVICE_TYPE_GPU) != 0;
     const std::string extensions = device_.getInfo<CL_DEVICE_EXTENSIONS>();
     info_.int64_atomics = extensions.find("cl_khr_int64_base_atomics") != std::string::npos;
