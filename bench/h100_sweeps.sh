@@ -190,6 +190,23 @@ if [[ $stage == 11 ]]; then
   join_csv $OUT/partition_11.csv $tmp/part_*.csv $tmp/fixed_*.csv
   exit
 fi
+if [[ $stage == 12 ]]; then
+  # Direct addressing's global table as a bitmap of used buckets (no keys): uniform at every
+  # power of two, zipf and heavy hitter; SHARED with hashing alongside, unchanged, as the control.
+  log=$OUT/stage12.log; deadline=$((SECONDS + ${2:-400}))
+  step 40 peers python3 .device/peers.py --rows-log2 27 --reps 3 --groups-log2 $(seq -s, 0 28)
+  peers_csv $OUT/peers_gpu_12.csv
+  step 150 uniform $bench --rows-log2 27 --groups-log2 0:28 --strategies direct,shared \
+    --configs 4x256,16x256,4x512 --probe-blocks 4 --reps 1 --query-reps 3 \
+    --peers $OUT/peers_gpu_12.csv --csv $OUT/targets_12.csv
+  for dist in zipf heavy; do
+    step 40 $dist $bench --rows-log2 27 --groups-log2 10,16,20,24 --distribution $dist \
+      --strategies direct --lenient --configs 4x256,16x256 --probe-blocks 4 \
+      --reps 1 --query-reps 3 --csv $tmp/skew_$dist.csv
+  done
+  join_csv $OUT/skew_12.csv $tmp/skew_*.csv
+  exit
+fi
 if [[ $stage == 4 ]]; then
   # Gaps of stages 2 and 3 (cut by time limits), and value types other than uint32.
   log=$OUT/stage4.log; deadline=$((SECONDS + ${2:-420}))
