@@ -81,12 +81,13 @@ struct recorded_space {
     return out.str();
   }
   /// The section 4.1 initial configuration of each strategy recorded here.
-  std::vector<execution_params> initial_configs(const gpuagg::search_space& bounds) const {
+  std::vector<execution_params> initial_configs(const gpuagg::search_space& bounds,
+                                                const tuner_params& params = gpuagg::paper_params) const {
     std::vector<execution_params> result;
     for (strategy_kind kind : gpuagg::all_strategies) {
       const bool recorded = std::any_of(blocks.begin(), blocks.end(),
                                         [kind](const auto& entry) { return entry.first.strategy == kind; });
-      if (recorded && (all_strategies || kind == strategy)) result.push_back(gpuagg::default_initial_config(kind, bounds));
+      if (recorded && (all_strategies || kind == strategy)) result.push_back(gpuagg::initial_config(kind, bounds, params));
     }
     return result;
   }
@@ -119,7 +120,8 @@ std::vector<std::string> split_csv_line(const std::string& line) {
 }
 
 /// Reads a search-space CSV; throws std::runtime_error naming the line on malformed input.
-recording read_recording(std::istream& in, const std::string& name, std::optional<strategy_kind> only) {
+recording read_recording(std::istream& in, const std::string& name, std::optional<strategy_kind> only,
+                         std::optional<int> only_groups = std::nullopt) {
   std::string line;
   if (!std::getline(in, line)) throw std::runtime_error(name + ": empty file");
   const std::vector<std::string> header = split_csv_line(line);
@@ -157,7 +159,7 @@ recording read_recording(std::istream& in, const std::string& name, std::optiona
       const double nanoseconds = std::stod(fields[time_column]);
       if (wgpc == 0 || wgs == 0 || !(nanoseconds > 0.0)) throw std::invalid_argument("non-positive value");
       ++result.rows;
-      if (only && *strategy != *only) continue;
+      if ((only && *strategy != *only) || (only_groups && groups_log2 != *only_groups)) continue;
       raw[{{*strategy, groups_log2}, execution_params{*strategy, {wgpc, wgs}}}].emplace_back(block,
                                                                                           nanoseconds * 1e-9);
       result.bounds.max_work_groups_per_cu = std::max(result.bounds.max_work_groups_per_cu, wgpc);
@@ -241,18 +243,31 @@ full_evaluation evaluate_fully(const recorded_space& space, wrap_rule wrap) {
   return result;
 }
 
+/// How an oracle bound counts (oracle_effort): blocks per configuration on the path and per
+/// neighbour checked at its end, and where the path starts.
+struct oracle_rule {
+  double path_blocks = 3.0;       ///< each configuration on the path, the target included
+  double neighbour_blocks = 3.0;  ///< each of the target's paper neighbours; 0: none checked
+  bool perfect_start = false;     ///< start at the target itself (no path): the cost of checking it
+};
+
 /// A lower bound on effort for a local search from the same start: the cheapest chain of
 /// adjacent recorded configurations (axis or diagonal steps) from the start to any
-/// configuration within 1% of the optimum, each measured on `window` blocks at its recorded
-/// mean; `with_neighbours` adds that configuration's paper neighbours (the least a search must
-/// measure to know it stands in a minimum). Oracle knowledge: no real search does better.
+/// configuration within 1% of the optimum, each measured on `path_blocks` blocks at its recorded
+/// mean, plus that configuration's 4 paper neighbours on `neighbour_blocks` blocks each (the
+/// least a search must measure to know it stands in a minimum). Oracle knowledge: no real search
+/// with measurements that long does better.
 double oracle_effort(const recorded_space& space, const gpuagg::search_space& bounds, const full_evaluation& full,
-                     unsigned window, bool with_neighbours) {
+                     const oracle_rule& rule) {
   std::map<execution_params, double> mean;
   for (const auto& [config, recorded] : space.blocks) mean[config] = gpuagg::detail::mean_of(recorded);
   std::map<execution_params, double> cost;  // Dijkstra from every initial configuration
   std::set<std::pair<double, execution_params>> frontier;
-  for (const execution_params& requested : space.initial_configs(bounds)) {
+  if (rule.perfect_start) {
+    for (const auto& [config, m] : mean) cost[config] = rule.path_blocks * m;
+  }
+  for (const execution_params& requested : rule.perfect_start ? std::vector<execution_params>{}
+                                                                : space.initial_configs(bounds)) {
     // The nearest recorded point, as the tuner's feasible start finds it.
     std::deque<execution_params> queue{bounds.clamp(requested)};
     std::set<execution_params> seen{queue.front()};
@@ -260,7 +275,7 @@ double oracle_effort(const recorded_space& space, const gpuagg::search_space& bo
       const execution_params candidate = queue.front();
       queue.pop_front();
       if (mean.contains(candidate)) {
-        const double c = window * mean.at(candidate);
+        const double c = rule.path_blocks * mean.at(candidate);
         if (!cost.contains(candidate) || c < cost.at(candidate)) {
           cost[candidate] = c;
           frontier.insert({c, candidate});
@@ -278,7 +293,7 @@ double oracle_effort(const recorded_space& space, const gpuagg::search_space& bo
     if (c > cost.at(at)) continue;
     for (const execution_params& next : bounds.neighbours(at, 2, true)) {
       if (!mean.contains(next)) continue;
-      const double through = c + window * mean.at(next);
+      const double through = c + rule.path_blocks * mean.at(next);
       if (!cost.contains(next) || through < cost.at(next)) {
         if (cost.contains(next)) frontier.erase({cost.at(next), next});
         cost[next] = through;
@@ -290,10 +305,8 @@ double oracle_effort(const recorded_space& space, const gpuagg::search_space& bo
   for (const auto& [config, reach] : cost) {
     if (mean.at(config) > 1.01 * full.optimum_seconds) continue;
     double total = reach;
-    if (with_neighbours) {
-      for (const execution_params& next : bounds.neighbours(config)) {
-        if (mean.contains(next)) total += window * mean.at(next);
-      }
+    for (const execution_params& next : bounds.neighbours(config)) {
+      if (mean.contains(next)) total += rule.neighbour_blocks * mean.at(next);
     }
     best = std::min(best, total);
   }
@@ -315,6 +328,7 @@ struct case_result {
 struct replay_options {
   wrap_rule wrap = wrap_rule::later_half;
   bool alternate_start = false;
+  std::map<strategy_kind, gpuagg::launch_config> starts;  ///< replaces a strategy's initial configuration
 };
 
 /// A cache shared by a sequence of replayed queries (the neighbouring-entry scenario).
@@ -323,17 +337,21 @@ struct replay_cache {
   std::string query;  ///< the query signature of the tuning_key
 };
 
-/// One replayed search; GPUAGG_LOG shows its decisions.
-template <tuner_params Params>
-case_result evaluate(std::string mode, const recorded_space& space, const gpuagg::search_space& bounds,
-                     const full_evaluation& full, const replay_options& options,
+/// One replayed search; GPUAGG_LOG shows its decisions. The parameters are a run-time value
+/// here (detail::tune is what every tuner<Params> runs), so variants need no instantiation each.
+case_result evaluate(std::string mode, const tuner_params& params, const recorded_space& space,
+                     const gpuagg::search_space& bounds, const full_evaluation& full, const replay_options& options,
                      const replay_cache* shared_cache = nullptr) {
-  const gpuagg::tuner<Params> tuner(bounds, shared_cache ? shared_cache->cache : gpuagg::tuning_cache{});
+  const gpuagg::tuning_cache cache = shared_cache ? shared_cache->cache : gpuagg::tuning_cache{};
+  std::ostream* log = gpuagg::detail::tuner_log_requested() ? &std::cerr : nullptr;
   std::optional<gpuagg::tuning_key> key;
   if (shared_cache) key = gpuagg::tuning_key{"replay", "recorded", shared_cache->query, "-", space.groups_log2};
   replay blocks(space, options.wrap);
   const auto feasible = [&space](const execution_params& p) { return space.blocks.contains(p); };
-  std::vector<execution_params> initial = space.initial_configs(bounds);
+  std::vector<execution_params> initial = space.initial_configs(bounds, params);
+  for (execution_params& start : initial) {
+    if (const auto it = options.starts.find(start.strategy); it != options.starts.end()) start.config = it->second;
+  }
   if (options.alternate_start && !space.all_strategies) {
     // Beyond the paper: a second start with the same threads per compute unit in 32-wide work
     // groups, for spaces whose optimum lies in another basin (section 3.3: equal thread counts
@@ -346,7 +364,8 @@ case_result evaluate(std::string mode, const recorded_space& space, const gpuagg
   result.mode = std::move(mode);
   result.space = &space;
   result.full = full;
-  result.report = tuner.search(std::ref(blocks), std::numeric_limits<std::size_t>::max(), feasible, initial, key);
+  result.report = gpuagg::detail::tune(params, bounds, cache, log, std::ref(blocks),
+                                       std::numeric_limits<std::size_t>::max(), feasible, initial, key);
   if (result.report.winner) result.found_seconds = gpuagg::detail::mean_of(space.blocks.at(*result.report.winner));
   result.quality = result.found_seconds / full.optimum_seconds;
   result.cost = result.report.cost(full.optimum_seconds);
@@ -441,43 +460,96 @@ constexpr tuner_params default_tuner = [] {
   return p;
 }();
 
-/// Paper's Algorithm 1 with the named extensions of the refined search switched on (ablation).
-constexpr tuner_params with_extensions(bool diagonal, unsigned stride, double noise, double rejection) {
-  tuner_params p = gpuagg::paper_params;
-  p.diagonal_neighbours = diagonal;
-  p.coarse_stride = stride;
-  p.noise_similarity = noise;
-  p.early_rejection = rejection;
-  p.use_cache = false;
-  return p;
+/// A named variant of the tuner's parameters (--ablation, --variant).
+struct variant {
+  std::string name;
+  tuner_params params;
+  std::map<strategy_kind, gpuagg::launch_config> starts;  ///< start_<strategy>=GxS
+};
+
+/// Applies "key=value,key=value,..." to `params`; `base=paper|strict|default` first resets them.
+/// Throws std::invalid_argument naming what it did not understand.
+tuner_params parse_variant(const std::string& spec, std::map<strategy_kind, gpuagg::launch_config>* starts = nullptr) {
+  tuner_params params{};
+  std::istringstream fields(spec);
+  std::string field;
+  while (std::getline(fields, field, ',')) {
+    if (field.empty()) continue;
+    const auto equals = field.find('=');
+    if (equals == std::string::npos) throw std::invalid_argument("'" + field + "' is not key=value");
+    const std::string key = field.substr(0, equals);
+    const std::string value = field.substr(equals + 1);
+    const auto number = [&] { return std::stod(value); };
+    const auto flag = [&] { return value == "1" || value == "true" || value == "on"; };
+    if (key == "base") {
+      if (value == "paper") params = gpuagg::paper_params;
+      else if (value == "strict") params = gpuagg::strict_gradient_params;
+      else if (value == "default") params = tuner_params{};
+      else throw std::invalid_argument("base must be paper, strict or default");
+    } else if (key == "s") params.similarity = number();
+    else if (key == "p") params.prune = number();
+    else if (key == "v_max") params.max_variation = number();
+    else if (key == "b_max") params.max_blocks = static_cast<unsigned>(number());
+    else if (key == "window") params.initial_blocks = static_cast<unsigned>(number());
+    else if (key == "diagonal") params.diagonal_neighbours = flag();
+    else if (key == "stride") params.coarse_stride = static_cast<unsigned>(number());
+    else if (key == "noise") params.noise_similarity = number();
+    else if (key == "reject") params.early_rejection = number();
+    else if (key == "reject_blocks") params.rejection_blocks = static_cast<unsigned>(number());
+    else if (key == "paired") params.paired_rejection = number();
+    else if (key == "paired_noise") params.paired_noise = number();
+    else if (key == "paired_blocks") params.paired_rejection_blocks = static_cast<unsigned>(number());
+    else if (key == "first_block") params.first_block_rejection = number();
+    else if (key == "keep_threads") params.keep_start_threads = flag();
+    else if (key == "quiet_window") params.quiet_window = static_cast<unsigned>(number());
+    else if (key == "quiet_noise") params.quiet_noise = number();
+    else if (key == "fine_forks") params.fine_pass_forks = flag();
+    else if (key == "fine_diagonal") params.fine_diagonal = flag();
+    else if (key == "trend") params.trend_skip = number();
+    else if (key == "outlier_pair") params.outlier_pair = number();
+    else if (key == "patience") params.patience = static_cast<unsigned>(number());
+    else if (key == "patience_gain") params.patience_gain = number();
+    else if (key.starts_with("start_") && starts) {
+      const auto strategy = gpuagg::detail::parse_strategy(key.substr(6));
+      const auto x = value.find('x');
+      if (!strategy || x == std::string::npos) throw std::invalid_argument("start_<strategy>=GxS");
+      (*starts)[*strategy] = {static_cast<std::uint32_t>(std::stoul(value.substr(0, x))),
+                              static_cast<std::uint32_t>(std::stoul(value.substr(x + 1)))};
+    }
+    else throw std::invalid_argument("unknown key '" + key + "'");
+  }
+  params.use_cache = false;
+  if (!params.valid()) throw std::invalid_argument("'" + spec + "' gives invalid parameters");
+  return params;
 }
-constexpr tuner_params defaults_for_ablation{};
-constexpr double noise_on = defaults_for_ablation.noise_similarity;
-constexpr double rejection_on = defaults_for_ablation.early_rejection;
-constexpr unsigned stride_on = defaults_for_ablation.coarse_stride;
 
 /// Each extension alone on top of Algorithm 1, and the refined search without each one.
-std::vector<std::vector<case_result>> replay_ablation(const std::vector<const recorded_space*>& spaces,
+std::vector<variant> ablation_variants() {
+  return {
+      {"paper + diagonal", parse_variant("base=paper,diagonal=1"), {}},
+      {"paper + coarse stride", parse_variant("base=paper,stride=4"), {}},
+      {"paper + noise s'", parse_variant("base=paper,noise=0.5906"), {}},
+      {"paper + rejection", parse_variant("base=paper,reject=1.05"), {}},
+      {"default - diagonal", parse_variant("diagonal=0"), {}},
+      {"default - coarse stride", parse_variant("stride=2"), {}},
+      {"default - noise s'", parse_variant("noise=0"), {}},
+      {"default - rejection", parse_variant("reject=0"), {}},
+  };
+}
+
+/// Replays every variant on every space; one list of results per variant.
+std::vector<std::vector<case_result>> replay_variants(const std::vector<variant>& variants,
+                                                      const std::vector<const recorded_space*>& spaces,
                                                       const gpuagg::search_space& bounds,
                                                       const replay_options& options) {
-  std::vector<std::vector<case_result>> out(8);
+  std::vector<std::vector<case_result>> out(variants.size());
   for (const recorded_space* space : spaces) {
     const full_evaluation full = evaluate_fully(*space, options.wrap);
-    out[0].push_back(evaluate<with_extensions(true, 2, 0.0, 0.0)>("paper + diagonal", *space, bounds, full, options));
-    out[1].push_back(evaluate<with_extensions(false, stride_on, 0.0, 0.0)>("paper + coarse stride", *space, bounds,
-                                                                           full, options));
-    out[2].push_back(evaluate<with_extensions(false, 2, noise_on, 0.0)>("paper + noise s'", *space, bounds, full,
-                                                                        options));
-    out[3].push_back(evaluate<with_extensions(false, 2, 0.0, rejection_on)>("paper + rejection", *space, bounds, full,
-                                                                            options));
-    out[4].push_back(evaluate<with_extensions(false, stride_on, noise_on, rejection_on)>("default - diagonal", *space,
-                                                                                         bounds, full, options));
-    out[5].push_back(evaluate<with_extensions(true, 2, noise_on, rejection_on)>("default - coarse stride", *space,
-                                                                                bounds, full, options));
-    out[6].push_back(evaluate<with_extensions(true, stride_on, 0.0, rejection_on)>("default - noise s'", *space,
-                                                                                   bounds, full, options));
-    out[7].push_back(evaluate<with_extensions(true, stride_on, noise_on, 0.0)>("default - rejection", *space, bounds,
-                                                                               full, options));
+    for (std::size_t i = 0; i < variants.size(); ++i) {
+      replay_options with_starts = options;
+      with_starts.starts = variants[i].starts;
+      out[i].push_back(evaluate(variants[i].name, variants[i].params, *space, bounds, full, with_starts));
+    }
   }
   return out;
 }
@@ -491,9 +563,9 @@ scenario_results replay_all(const std::vector<const recorded_space*>& spaces, co
   scenario_results out;
   for (const recorded_space* space : spaces) {
     const full_evaluation full = evaluate_fully(*space, options.wrap);
-    out.strict.push_back(evaluate<paper_strict>("paper s=0", *space, bounds, full, options));
-    out.plateau.push_back(evaluate<paper_plateau>("paper s=0.06,p=1.07", *space, bounds, full, options));
-    out.refined.push_back(evaluate<default_tuner>("default (refined)", *space, bounds, full, options));
+    out.strict.push_back(evaluate("paper s=0", paper_strict, *space, bounds, full, options));
+    out.plateau.push_back(evaluate("paper s=0.06,p=1.07", paper_plateau, *space, bounds, full, options));
+    out.refined.push_back(evaluate("default (refined)", default_tuner, *space, bounds, full, options));
   }
   return out;
 }
@@ -509,7 +581,7 @@ std::vector<case_result> replay_neighbour_entries(const std::vector<const record
   for (const recorded_space* space : spaces) {  // sorted by strategy, then group count
     const replay_cache shared{gpuagg::tuning_cache{file}, "replay " + space->label()};
     const full_evaluation full = evaluate_fully(*space, options.wrap);
-    out.push_back(evaluate<tuner_params{}>("default, neighbour entry", *space, bounds, full, options, &shared));
+    out.push_back(evaluate("default, neighbour entry", tuner_params{}, *space, bounds, full, options, &shared));
   }
   std::filesystem::remove(file);
   return out;
@@ -530,7 +602,7 @@ warm_outcome replay_warm_cache(const std::vector<const recorded_space*>& spaces,
   for (const recorded_space* space : spaces) {
     const gpuagg::tuning_key key{"replay", "recorded", "replay " + space->label(), "-", space->groups_log2};
     const auto feasible = [space](const execution_params& p) { return space->blocks.contains(p); };
-    const std::vector<execution_params> initial = space->initial_configs(bounds);
+    const std::vector<execution_params> initial = space->initial_configs(bounds, tuner_params{});
     replay first(*space, options.wrap);
     const auto cold = tuner.search(std::ref(first), std::numeric_limits<std::size_t>::max(), feasible, initial, key);
     replay second(*space, options.wrap);  // a new query of the same shape: its blocks start again
@@ -550,10 +622,10 @@ warm_outcome replay_warm_cache(const std::vector<const recorded_space*>& spaces,
 // coordinates, with plateaus, a few second minima, per-configuration jitter, and outliers at the
 // beginning of some measurements (section 3.6).
 
-void write_synthetic(std::ostream& out, unsigned seed) {
+void write_synthetic(std::ostream& out, unsigned seed, double block_noise) {
   std::mt19937_64 random(seed);
   std::uniform_real_distribution<double> uniform(0.0, 1.0);
-  std::normal_distribution<double> noise(0.0, 0.003);
+  std::normal_distribution<double> noise(0.0, block_noise);
   out << "device,strategy,groups_log2,work_groups_per_cu,work_group_size,block,aggregate_ns\n";
   constexpr int blocks_per_config = 32;
   for (int groups_log2 = 0; groups_log2 <= 28; groups_log2 += 2) {
@@ -635,6 +707,55 @@ void print_cases(const scenario_results& results) {
   }
 }
 
+/// Where each case's effort goes (--breakdown): the default tuner's measurements, the costliest
+/// first, each as its share of the case's full evaluation, with its recorded mean relative to
+/// the optimum; and how much of the effort went to configurations at least 1.5x and 3x slower.
+void print_breakdown(const std::vector<case_result>& results, const gpuagg::search_space& bounds) {
+  std::printf("\nwhere the default's effort goes (per case: effort, share of it in configurations >= 1.5x and >= 3x "
+              "the optimum, then the costliest measurements as blocks / %% of the full evaluation / mean vs optimum):\n");
+  for (const case_result& r : results) {
+    std::vector<std::pair<double, const gpuagg::tried_configuration*>> spent;
+    double slow15 = 0.0, slow3 = 0.0;
+    for (const auto& tried : r.report.tried) {
+      double seconds = 0.0;
+      for (double b : tried.block_seconds) seconds += b;
+      spent.push_back({seconds, &tried});
+      const double ratio = gpuagg::detail::mean_of(r.space->blocks.at(tried.params)) / r.full.optimum_seconds;
+      if (ratio >= 1.5) slow15 += seconds;
+      if (ratio >= 3.0) slow3 += seconds;
+    }
+    std::sort(spent.begin(), spent.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+    const double total = r.report.exploration_seconds > 0.0 ? r.report.exploration_seconds : 1.0;
+    std::printf("%-15s %3d %c 1%%=%5.1f quality %6.4f effort %7.4f (oracle %6.4f)  tried %3zu  >=1.5x %3.0f%%  >=3x %3.0f%% |",
+                r.space->label().c_str(), r.space->groups_log2, r.space->half,
+                0.01 * r.full.seconds / r.full.optimum_seconds, r.quality, r.effort,
+                oracle_effort(*r.space, bounds, r.full, oracle_rule{}),
+                r.report.tried.size(), 100.0 * slow15 / total, 100.0 * slow3 / total);
+    for (std::size_t i = 0; i < std::min<std::size_t>(5, spent.size()); ++i) {
+      const auto& tried = *spent[i].second;
+      std::printf(" %ux%u %u/%.2f%%/%.2fx%s", tried.params.config.work_groups_per_cu, tried.params.config.work_group_size,
+                  tried.blocks, 100.0 * spent[i].first / r.full.seconds,
+                  gpuagg::detail::mean_of(r.space->blocks.at(tried.params)) / r.full.optimum_seconds,
+                  tried.rejected ? "r" : "");
+    }
+    std::printf("\n");
+  }
+}
+
+/// The variants' summaries (all cases and both halves); with `breakdown`, the last one's.
+void print_variants(const std::vector<variant>& variants, const std::vector<const recorded_space*>& cases,
+                    const gpuagg::search_space& bounds, const replay_options& options, bool breakdown) {
+  std::printf("\nvariants (--ablation, --variant), per (strategy, group count):\n");
+  print_summary_header();
+  const auto results = replay_variants(variants, cases, bounds, options);
+  for (const std::vector<case_result>& list : results) {
+    print_summary_row(list.front().mode.c_str(), "all", summarize(list));
+    print_summary_row(list.front().mode.c_str(), "A", summarize(list, 'A'));
+    print_summary_row(list.front().mode.c_str(), "B", summarize(list, 'B'));
+  }
+  if (breakdown && !results.empty()) print_breakdown(results.back(), bounds);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -653,13 +774,26 @@ int main(int argc, char** argv) {
                                    "work_group_size,block,aggregate_ns)");
   app.add_option("--out", out_file, "write one CSV row per case and scenario here");
   app.add_option("--strategy", strategy_name, "only this strategy (SHARED, INDEPENDENT, WORKGROUPLOCAL)");
+  std::optional<int> only_groups;
+  app.add_option("--groups-log2", only_groups, "only this group count (log2)");
   app.add_flag("--synthetic", synthetic, "generate synthetic search spaces instead of reading --input");
   app.add_option("--seed", seed, "seed of --synthetic")->capture_default_str();
+  double synthetic_noise = 0.003;
+  app.add_option("--block-noise", synthetic_noise, "--synthetic: standard deviation of a block's time, relative")
+      ->capture_default_str();
   app.add_option("--dump-synthetic", dump_file, "also write the synthetic CSV here");
   app.add_flag("--cases", verbose, "print one line per case");
+  bool breakdown = false;
+  app.add_flag("--breakdown", breakdown, "print where the default tuner's effort goes in each case");
   app.add_flag("--alternate-start", options.alternate_start,
                "also start each per-strategy search from the same threads per compute unit in 32-wide work groups");
   bool ablation = false;
+  std::vector<std::string> variant_specs;
+  bool variants_only = false;
+  app.add_flag("--variants-only", variants_only, "replay only the --variant list (and --ablation), nothing else");
+  app.add_option("--variant", variant_specs,
+                 "also replay the default tuner changed by key=value[,key=value...] (base=paper|strict|default "
+                 "first); repeatable");
   app.add_flag("--ablation", ablation,
                "also replay each extension of the refined search alone on Algorithm 1, and the default without each");
   app.add_flag("--wrap-to-start", wrap_to_start,
@@ -685,17 +819,17 @@ int main(int argc, char** argv) {
   try {
     if (synthetic) {
       std::stringstream csv;
-      write_synthetic(csv, seed);
+      write_synthetic(csv, seed, synthetic_noise);
       if (!dump_file.empty()) {
         std::ofstream dump(dump_file);
         dump << csv.str();
         if (!dump) throw std::runtime_error("cannot write " + dump_file);
       }
-      data = read_recording(csv, "synthetic", only);
+      data = read_recording(csv, "synthetic", only, only_groups);
     } else {
       std::ifstream in(input);
       if (!in) throw std::runtime_error("cannot open " + input);
-      data = read_recording(in, input, only);
+      data = read_recording(in, input, only, only_groups);
     }
   } catch (const std::exception& e) {
     std::cerr << "tuner_eval: " << e.what() << '\n';
@@ -720,6 +854,23 @@ int main(int argc, char** argv) {
   }
   std::vector<const recorded_space*> per_group;
   for (const auto& [g, space] : combined) per_group.push_back(&space);
+
+  std::vector<variant> variants;
+  if (ablation) variants = ablation_variants();
+  try {
+    for (const std::string& spec : variant_specs) {
+      variant v{spec, {}, {}};
+      v.params = parse_variant(spec, &v.starts);
+      variants.push_back(std::move(v));
+    }
+  } catch (const std::exception& e) {
+    std::cerr << "tuner_eval: --variant: " << e.what() << '\n';
+    return 2;
+  }
+  if (variants_only) {
+    print_variants(variants, cases, data.bounds, options, breakdown && !variant_specs.empty());
+    return 0;
+  }
 
   const scenario_results per_case = replay_all(cases, data.bounds, options);
   const scenario_results at_once = replay_all(per_group, data.bounds, options);
@@ -756,6 +907,7 @@ int main(int argc, char** argv) {
   for (const auto& [g, h] : half_of) if (h == 'B') std::printf(" %d", g);
   std::printf(" }\n");
   if (verbose) print_cases(per_case);
+  if (breakdown) print_breakdown(per_case.refined, data.bounds);
 
   std::printf("\nper (strategy, group count), one strategy searched at a time:\n");
   print_scenarios(per_case);
@@ -776,15 +928,7 @@ int main(int argc, char** argv) {
     std::printf("\n");
   }
 
-  if (ablation) {
-    std::printf("\nablation, per (strategy, group count):\n");
-    print_summary_header();
-    for (const std::vector<case_result>& list : replay_ablation(cases, data.bounds, options)) {
-      print_summary_row(list.front().mode.c_str(), "all", summarize(list));
-      print_summary_row(list.front().mode.c_str(), "A", summarize(list, 'A'));
-      print_summary_row(list.front().mode.c_str(), "B", summarize(list, 'B'));
-    }
-  }
+  if (!variants.empty()) print_variants(variants, cases, data.bounds, options, breakdown && !variant_specs.empty());
 
   std::printf("\nwith a cache filled by the neighbouring group counts (each strategy's group counts in increasing "
               "order; tuner_params::neighbour_entry_distance):\n");
@@ -796,15 +940,31 @@ int main(int argc, char** argv) {
     print_summary_row(label.c_str(), "B", summarize(*list, 'B'));
   }
 
-  std::vector<double> oracle_path, oracle_minimum;
-  for (const case_result& r : per_case.refined) {
-    oracle_path.push_back(oracle_effort(*r.space, data.bounds, r.full, gpuagg::paper_params.initial_blocks, false));
-    oracle_minimum.push_back(oracle_effort(*r.space, data.bounds, r.full, gpuagg::paper_params.initial_blocks, true));
+  // Oracle lower bounds on effort (perfect knowledge of the recorded means): how cheap any local
+  // search could be with measurements of a given length, from the paper's start or from the
+  // target itself.
+  const std::pair<const char*, oracle_rule> oracles[] = {
+      {"path, 3 blocks each", {3.0, 0.0, false}},
+      {"path + 4 neighbours, 3 blocks each", {3.0, 3.0, false}},
+      {"path 3 blocks, neighbours 1 block", {3.0, 1.0, false}},
+      {"path 2 blocks, neighbours 1 block", {2.0, 1.0, false}},
+      {"perfect start: target 3 blocks + 4 neighbours 3 blocks", {3.0, 3.0, true}},
+      {"perfect start: target 3 blocks + 4 neighbours 1 block", {3.0, 1.0, true}},
+  };
+  std::printf("\noracle lower bounds on effort (per case, the paper's start unless perfect, each configuration at "
+              "its recorded mean; median, halves A / B, cases <= 1%%):\n");
+  for (const auto& [name, rule] : oracles) {
+    std::vector<double> all, half_a, half_b;
+    std::size_t within = 0;
+    for (const case_result& r : per_case.refined) {
+      const double e = oracle_effort(*r.space, data.bounds, r.full, rule);
+      all.push_back(e);
+      (r.space->half == 'A' ? half_a : half_b).push_back(e);
+      within += e <= 0.01;
+    }
+    std::printf("  %-56s median %.5f (A %.5f / B %.5f), %zu/%zu cases <= 1%%\n", name, median_of(all), median_of(half_a),
+                median_of(half_b), within, all.size());
   }
-  std::printf("\noracle lower bound on effort (per case, from the same start, 3 blocks per configuration at its "
-              "recorded mean):\n  cheapest path to a configuration within 1%%: median %.5f; plus that "
-              "configuration's 4 paper neighbours: median %.5f\n",
-              median_of(oracle_path), median_of(oracle_minimum));
 
   const warm_outcome warm = replay_warm_cache(cases, data.bounds, options, scratch);
   std::printf("warm cache (default tuner, each case's query twice): second query a hit in %zu/%zu cases, "

@@ -88,6 +88,21 @@ struct tuner_params {
   /// key and use_cache. Paper: 0 (off).
   unsigned neighbour_entry_distance = 2;
 
+  // Experimental (being evaluated): off.
+  double paired_rejection = 0.0;
+  unsigned paired_rejection_blocks = 2;
+  double paired_noise = 0.0;
+  double first_block_rejection = 0.0;
+  bool keep_start_threads = false;
+  unsigned quiet_window = 0;
+  double quiet_noise = 0.0;
+  bool fine_pass_forks = true;
+  bool fine_diagonal = true;
+  double trend_skip = 0.0;
+  double outlier_pair = 0.0;
+  unsigned patience = 0;
+  double patience_gain = 0.0;
+
   /// Consult and update the persistent cache when the caller gives a tuning_key.
   bool use_cache = true;
 
@@ -163,6 +178,11 @@ std::vector<execution_params> default_initial_configs(const search_space& space)
 
 /// The one default initial configuration of `strategy`, clamped to `space`.
 execution_params default_initial_config(strategy_kind strategy, const search_space& space);
+
+/// The initial configuration of `strategy` that a tuner with `params` starts from.
+execution_params initial_config(strategy_kind strategy, const search_space& space, const tuner_params& params);
+/// The initial configurations a tuner with `params` starts from when given none.
+std::vector<execution_params> initial_configs(const search_space& space, const tuner_params& params);
 
 // ---------------------------------------------------------------------------------------------
 // What the tuner drives

@@ -16,6 +16,7 @@
 #include <optional>
 #include <set>
 #include <span>
+#include <vector>
 
 namespace gpuagg::detail {
 
@@ -48,7 +49,7 @@ class algorithm1 {
   /// ProcessBlocksWith(c): measures `params`, records it in the report, and returns t(c); empty
   /// when the input ran out before the measurement completed.
   std::optional<double> process_blocks_with(const execution_params& params, measurement_role role,
-                                            std::optional<double> reject_above = std::nullopt) {
+                                            const rejection_rule& rule = {}, unsigned window_blocks = 0) {
     measurement m = detail::process_blocks_with(params_, [&]() -> std::optional<double> {
       if (blocks_left_ == 0) return std::nullopt;
       --blocks_left_;
@@ -60,7 +61,7 @@ class algorithm1 {
       ++report_.exploration_blocks;
       report_.exploration_seconds += seconds;
       return seconds;
-    }, reject_above);
+    }, rule, window_blocks);
     if (m.blocks == 0) {
       log_("input exhausted before measuring ", params);
       return std::nullopt;
@@ -68,12 +69,13 @@ class algorithm1 {
     log_("measured ", params, ": ", format_seconds(m.seconds), " (", m.blocks, m.blocks == 1 ? " block" : " blocks",
          m.complete ? "" : ", input ran out", m.rejected ? ", rejected early: clearly slower" : "", ", ",
          to_string(role), ")");
-    const double noise = m.window_range(params_.initial_blocks);
+    const double noise = m.window_range();
     const double slowest = *std::max_element(m.block_seconds.begin(), m.block_seconds.end());
-    report_.tried.push_back({params, m.seconds, m.blocks, m.complete, role, std::move(m.block_seconds), m.rejected});
+    report_.tried.push_back({params, m.seconds, m.blocks, m.complete, role, m.block_seconds, m.rejected});
     if (!m.complete) return std::nullopt;
     times_[params] = m.seconds;
-    details_[params] = {noise, slowest, m.rejected};
+    if (!m.rejected && m.seconds > 0.0) startup_ratio_ = std::max(startup_ratio_, m.block_seconds.front() / m.seconds);
+    details_[params] = {noise, slowest, m.rejected, std::move(m.block_seconds)};
     return m.seconds;
   }
 
@@ -115,7 +117,7 @@ class algorithm1 {
         log_("pass at stride ", stride, " from c_f ", *fastest_);
       }
       if (!descend(queue, stride)) return false;
-      if (stride <= 2) return true;
+      if (stride <= 2 || stopped_) return true;
     }
   }
 
@@ -138,18 +140,46 @@ class algorithm1 {
         queue.pop_front();                                      // line 22
         continue;
       }
-      std::optional<double> reject_above;  // the refined search: stop clearly slower neighbours early
-      if (params_.early_rejection > 0.0) reject_above = params_.early_rejection * details_.at(reference).slowest_block;
+      const measured& known = details_.at(reference);
+      rejection_rule rule;  // the refined search: stop clearly slower neighbours early
+      if (params_.early_rejection > 0.0) rule.above = params_.early_rejection * known.slowest_block;
+      if (params_.paired_rejection > 0.0) {
+        rule.paired = std::max(params_.paired_rejection, 1.0 + params_.paired_noise * known.noise);
+        rule.paired_blocks = params_.paired_rejection_blocks;
+        rule.reference_blocks = known.blocks;
+      }
+      if (params_.first_block_rejection > 0.0) {
+        // One block may be a start-up outlier (section 3.6): allow for the largest one seen so far.
+        rule.first_block_above = params_.first_block_rejection * t_reference * std::max(1.0, startup_ratio_);
+      }
+      unsigned window = 0;
+      if (params_.quiet_window > 0 && known.noise <= params_.quiet_noise) window = params_.quiet_window;
       const std::optional<double> t_neighbour =
-          process_blocks_with(*neighbour, measurement_role::neighbour, reject_above);  // lines 11-12
+          process_blocks_with(*neighbour, measurement_role::neighbour, rule, window);  // lines 11-12
       if (!t_neighbour) return false;
       const bool rejected = details_.at(*neighbour).rejected;
-      if (!rejected && similar(t_reference, *t_neighbour, plateau_similarity(reference, *neighbour))) {  // line 13
+      const bool may_fork = stride == params_.coarse_stride || params_.fine_pass_forks;
+      if (!rejected && may_fork && similar(t_reference, *t_neighbour, plateau_similarity(reference, *neighbour))) {  // line 13
         log_("line 14: plateau ", reference, " ~ ", *neighbour, ", fork");
         queue.push_back(*neighbour);                            // line 14: Push(Q, c_j)
       } else if (*t_neighbour < t_reference) {                  // line 15
         log_("line 16: follow gradient ", reference, " -> ", *neighbour);
         queue.front() = *neighbour;                             // line 16: ReplaceFirst(Q, c_j)
+      }
+      // Patience: count measurements that did not improve c_f significantly.
+      if (params_.patience > 0) {
+        const double t_f = times_.at(*fastest_);
+        const double gain = params_.patience_gain > 0.0 ? params_.patience_gain
+                                                        : plateau_similarity(*fastest_, *neighbour);
+        if (!rejected && *t_neighbour < (1.0 - gain) * t_f) {
+          unimproved_ = 0;
+        } else if (++unimproved_ >= params_.patience) {
+          update_fastest(*neighbour);
+          log_("patience: ", unimproved_, " measurements without a significant gain; stopping");
+          queue.clear();
+          stopped_ = true;
+          return true;
+        }
       }
       update_fastest(*neighbour);                               // lines 18-19
     }
@@ -180,8 +210,32 @@ class algorithm1 {
  private:
   /// Line 9, UntestedNeighborhoodOf(c_i), popped in search_space::neighbours' order.
   std::optional<execution_params> first_untested_neighbour(const execution_params& reference, std::uint32_t stride) {
-    for (const execution_params& candidate : space_.neighbours(reference, stride, params_.diagonal_neighbours)) {
-      if (!times_.contains(candidate) && feasible(candidate)) return candidate;
+    const bool diagonal = params_.diagonal_neighbours && (stride == params_.coarse_stride || params_.fine_diagonal);
+    for (const execution_params& candidate : space_.neighbours(reference, stride, diagonal)) {
+      if (times_.contains(candidate) || skipped_.contains(candidate) || !feasible(candidate)) continue;
+      if (params_.trend_skip > 0.0) {
+        // The point on the other side of the reference along the same line: with log t convex along
+        // it, t(candidate) >= t(reference)^2 / t(other side).
+        const auto mirror = [](std::uint32_t from, std::uint32_t to) -> std::uint64_t {
+          return to >= from ? (to / from == 0 ? 0 : from / (to / from)) : std::uint64_t{from} * (from / to);
+        };
+        const std::uint64_t g = mirror(reference.config.work_groups_per_cu, candidate.config.work_groups_per_cu);
+        const std::uint64_t w = mirror(reference.config.work_group_size, candidate.config.work_group_size);
+        if (g > 0 && w > 0 && g <= 0xFFFFFFFFu && w <= 0xFFFFFFFFu) {
+          const execution_params other{reference.strategy, {static_cast<std::uint32_t>(g), static_cast<std::uint32_t>(w)}};
+          const auto known = times_.find(other);
+          if (known != times_.end()) {
+            const double t_ref = times_.at(reference);
+            const double bound = t_ref * t_ref / known->second;
+            if (bound > params_.trend_skip * times_.at(*fastest_)) {
+              log_("trend: ", candidate, " would take at least ", format_seconds(bound), "; skipped");
+              skipped_.insert(candidate);
+              continue;
+            }
+          }
+        }
+      }
+      return candidate;
     }
     return std::nullopt;
   }
@@ -221,6 +275,7 @@ class algorithm1 {
     double noise = 0.0;          ///< normalized range of the kept window
     double slowest_block = 0.0;  ///< the slowest block, discarded outliers included
     bool rejected = false;       ///< stopped early as clearly slower
+    std::vector<double> blocks;  ///< every block, in order
   };
 
   const tuner_params& params_;
@@ -234,7 +289,11 @@ class algorithm1 {
   std::map<execution_params, double> times_;  // t(c) of every tested configuration
   std::map<execution_params, measured> details_;
   std::map<execution_params, bool> feasible_;  // the caller's verdicts
+  std::set<execution_params> skipped_;
   std::optional<execution_params> fastest_;    // c_f
+  unsigned unimproved_ = 0;
+  double startup_ratio_ = 1.0;  // the largest first block / t(c) of a full measurement so far
+  bool stopped_ = false;
 };
 
 }  // namespace gpuagg::detail

@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <optional>
 #include <span>
+#include <utility>
 #include <vector>
 
 namespace gpuagg::detail {
@@ -41,13 +42,50 @@ struct measurement {
   bool complete = false; ///< false: the input ran out first
   bool rejected = false; ///< stopped early as clearly slower (the refined search only)
   std::vector<double> block_seconds;
+  unsigned window_blocks = 0;  ///< the window's length it was measured with
 
   /// Normalized range of the kept window: the measurement's own estimate of its noise.
+  double window_range() const noexcept { return window_range(window_blocks); }
   double window_range(unsigned window_blocks) const noexcept {
     const std::size_t kept = std::min<std::size_t>(window_blocks, block_seconds.size());
     return normalized_range(std::span<const double>(block_seconds).last(kept));
   }
 };
+
+/// When a neighbour's measurement may stop early as clearly slower (the refined search; every
+/// member's default turns its rule off). All compare the neighbour with its reference.
+struct rejection_rule {
+  /// tuner_params::early_rejection: after `rejection_blocks` blocks, even the fastest of them is
+  /// above this (a factor times the reference's slowest block).
+  std::optional<double> above;
+  /// tuner_params::paired_rejection: the reference's blocks in the order they ran; after
+  /// `paired_blocks` blocks, each block k of the neighbour is above `paired` x the reference's
+  /// block k (start-up outliers are compared with start-up outliers).
+  std::span<const double> reference_blocks;
+  double paired = 0.0;
+  unsigned paired_blocks = 0;
+  /// tuner_params::first_block_rejection: the very first block is above this (a factor times the
+  /// reference's slowest block): one block suffices.
+  std::optional<double> first_block_above;
+
+  bool any() const noexcept { return above || paired > 0.0 || first_block_above; }
+};
+
+/// Whether `rule` stops a measurement that has run `blocks` so far.
+inline bool rejects(const rejection_rule& rule, const tuner_params& params, std::span<const double> blocks) {
+  if (blocks.empty()) return false;
+  if (rule.first_block_above && blocks.size() == 1 && blocks.front() > *rule.first_block_above) return true;
+  if (rule.above && blocks.size() >= params.rejection_blocks &&
+      *std::min_element(blocks.begin(), blocks.end()) > *rule.above) {
+    return true;
+  }
+  if (rule.paired > 0.0 && blocks.size() >= rule.paired_blocks && blocks.size() <= rule.reference_blocks.size()) {
+    bool slower_everywhere = true;
+    for (std::size_t k = 0; k < blocks.size(); ++k) slower_everywhere &= blocks[k] > rule.paired * rule.reference_blocks[k];
+    if (slower_everywhere) return true;
+  }
+  return false;
+}
 
 /// Runs blocks with one configuration until its time can be trusted: `initial_blocks` (3)
 /// blocks first; while the window's normalized range exceeds v_max, discard the window's first
@@ -57,13 +95,16 @@ struct measurement {
 /// `next_block()` returns the next block's time, or std::nullopt when the input has run out; the
 /// measurement is then incomplete and holds the mean of what was measured.
 ///
-/// Beyond the paper (tuner_params::early_rejection): with `reject_above`, once at least
-/// `rejection_blocks` blocks ran and even the fastest of them is slower than `reject_above`, the
-/// measurement stops there, complete and `rejected`. Without it this is the paper's rule exactly.
+/// Beyond the paper (tuner_params::early_rejection and the rules after it): with a `rule`, the
+/// measurement stops as soon as the rule says the configuration is clearly slower than its
+/// reference; it is then complete and `rejected`. Without one this is the paper's rule exactly.
+/// `window_blocks` (0: params.initial_blocks) is the window's length (tuner_params::quiet_window).
 template <class NextBlock>
-measurement process_blocks_with(const tuner_params& params, NextBlock&& next_block,
-                                std::optional<double> reject_above = std::nullopt) {
+measurement process_blocks_with(const tuner_params& params, NextBlock&& next_block, const rejection_rule& rule,
+                                unsigned window_blocks = 0) {
+  const unsigned window_length = window_blocks > 0 ? window_blocks : params.initial_blocks;
   measurement result;
+  result.window_blocks = window_length;
   result.block_seconds.reserve(params.max_blocks);
   std::size_t window_begin = 0;  // the window is block_seconds[window_begin, end)
   const auto window = [&] {
@@ -77,22 +118,41 @@ measurement process_blocks_with(const tuner_params& params, NextBlock&& next_blo
     }
     result.block_seconds.push_back(*seconds);
     ++result.blocks;
-    if (reject_above && result.blocks >= params.rejection_blocks &&
-        *std::min_element(result.block_seconds.begin(), result.block_seconds.end()) > *reject_above) {
+    if (rule.any() && rejects(rule, params, result.block_seconds)) {
       result.rejected = true;  // clearly slower: not worth a full measurement
-      if (result.block_seconds.size() - window_begin > params.initial_blocks) ++window_begin;
+      if (result.block_seconds.size() - window_begin > window_length) ++window_begin;
       break;
     }
-    if (result.block_seconds.size() - window_begin > params.initial_blocks) ++window_begin;  // discard
-    if (result.block_seconds.size() - window_begin == params.initial_blocks &&
+    if (result.block_seconds.size() - window_begin > window_length) ++window_begin;  // discard
+    if (result.block_seconds.size() - window_begin == window_length &&
         normalized_range(window()) <= params.max_variation) {
       break;  // variation below the threshold
+    }
+    // Experimental: a first block that is the window's clear outlier is dropped at once when the
+    // rest agree closely.
+    if (params.outlier_pair > 0.0 && result.blocks == window_length && window_length >= 3) {
+      const auto rest = window().subspan(1);
+      if (window().front() > *std::max_element(rest.begin(), rest.end()) &&
+          normalized_range(rest) <= params.outlier_pair) {
+        ++window_begin;
+        break;
+      }
     }
   }
   // Either the window passed or b_max blocks were used; both end the measurement.
   result.complete = true;
   result.seconds = mean_of(window());
   return result;
+}
+
+/// The paper's ProcessBlocksWith, or with `reject_above` the refined search's early rejection
+/// alone (tuner_params::early_rejection).
+template <class NextBlock>
+measurement process_blocks_with(const tuner_params& params, NextBlock&& next_block,
+                                std::optional<double> reject_above = std::nullopt) {
+  rejection_rule rule;
+  rule.above = reject_above;
+  return process_blocks_with(params, std::forward<NextBlock>(next_block), rule);
 }
 
 }  // namespace gpuagg::detail
