@@ -51,6 +51,7 @@ struct settings {
   unsigned copy_threads = 0;
   std::uint32_t local_copies = 0;
   std::uint32_t partitions = 1;
+  int interleaved = -1;  // options::interleaved_table: -1 automatic, 0 arrays, 1 interleaved
   unsigned reps = 3;
   unsigned query_reps = 5;
   unsigned tuned_reps = 3;
@@ -298,7 +299,8 @@ struct output {
          << rate_blocks << ',' << rate_query << ',' << m.peak_device_bytes << ',' << (m.verified ? 1 : 0) << ','
          << m.merge_seconds * 1e3 << ',' << m.setup_seconds * 1e3 << ',' << m.kernel_seconds() * 1e3 << ','
          << (m.kernel_seconds() > 0 ? double(rows_total) / m.kernel_seconds() / 1e9 : 0) << ',' << s->block_mib << ','
-         << s->local_copies << ',' << m.partition_seconds * 1e3 << ',' << s->partitions << '\n';
+         << s->local_copies << ',' << m.partition_seconds * 1e3 << ',' << s->partitions << ',' << s->interleaved
+         << '\n';
   }
 };
 
@@ -306,7 +308,7 @@ constexpr const char* csv_header =
     "device,driver,input,distribution,key_type,value_type,rows,groups,system,work_groups_per_cu,work_group_size,mode,rep,"
     "blocks_measured,block_mean_us,block_cv,aggregate_ms,initialize_ms,finalize_ms,wall_ms,gtuples_per_s_blocks,"
     "gtuples_per_s_query,peak_device_bytes,verified,merge_ms,setup_ms,kernel_ms,gtuples_per_s_kernels,block_mib,"
-    "local_copies,partition_ms,partitions\n";
+    "local_copies,partition_ms,partitions,interleaved\n";
 
 template <class Key, class Value>
 class bench {
@@ -359,6 +361,7 @@ class bench {
     opts.blocks_in_flight = s_.in_flight;
     opts.local_table_copies = s_.local_copies;
     opts.partitions = s_.partitions;
+    if (s_.interleaved >= 0 && !direct) opts.interleaved_table = s_.interleaved == 1;
     if (direct) opts.domain = key_domain(Key{0}, data_.max_key);
     return opts;
   }
@@ -757,6 +760,8 @@ int main(int argc, char** argv) {
                  "copies of WORKGROUPLOCAL's local table (options::local_table_copies; 0: automatic)");
   app.add_option("--partitions", s.partitions,
                  "PARTITION's runs per block (options::partitions; 1: none)");
+  app.add_option("--interleaved", s.interleaved,
+                 "hash tables' layout (options::interleaved_table): -1 automatic, 0 arrays, 1 interleaved");
   app.add_option("--reps", s.reps, "measured repetitions per configuration (after one warm-up)");
   app.add_option("--query-reps", s.query_reps, "measured repetitions of the pipelined whole query");
   app.add_option("--tuned-reps", s.tuned_reps, "measured repetitions of the live tuner (system tuned)");

@@ -207,6 +207,20 @@ if [[ $stage == 12 ]]; then
   join_csv $OUT/skew_12.csv $tmp/skew_*.csv
   exit
 fi
+if [[ $stage == 13 ]]; then
+  # The interleaved global table (a bucket's key and accumulator in one record) against arrays,
+  # SHARED and WORKGROUPLOCAL with hashing, 2^8 to 2^28 groups.
+  log=$OUT/stage13.log; deadline=$((SECONDS + ${2:-400}))
+  step 40 peers python3 .device/peers.py --rows-log2 27 --reps 3 --groups-log2 $(seq -s, 8 28)
+  peers_csv $OUT/peers_gpu_13.csv
+  for il in 0 1; do
+    step 150 il_$il $bench --rows-log2 27 --groups-log2 8:28 --strategies shared,workgroup_local \
+      --configs 4x256,16x256,4x512 --probe-blocks 4 --reps 1 --query-reps 3 --interleaved $il \
+      --peers $OUT/peers_gpu_13.csv --csv $tmp/il_$il.csv
+  done
+  join_csv $OUT/interleaved_13.csv $tmp/il_*.csv
+  exit
+fi
 if [[ $stage == 4 ]]; then
   # Gaps of stages 2 and 3 (cut by time limits), and value types other than uint32.
   log=$OUT/stage4.log; deadline=$((SECONDS + ${2:-420}))

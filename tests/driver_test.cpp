@@ -516,3 +516,47 @@ TEST_CASE("partitions must be a power of two up to 1024") {
     CHECK_THROWS_AS(group_by(keys, vals, sum_count_min, opts), invalid_argument_error);
   }
 }
+
+TEST_CASE("the interleaved global table (key and accumulators in one record): exact, with growth and spills") {
+  const auto seed = fresh_seed();
+  CAPTURE(seed);
+  std::mt19937_64 rng(seed);
+  for (const distribution d : {distribution::uniform, distribution::zipf, distribution::heavy_hitter,
+                               distribution::sorted_runs, distribution::all_distinct}) {
+    const std::string distribution_name = name(d);
+    CAPTURE(distribution_name);
+    // The dictionary starts with the key type's extremes, the empty marker's key among them.
+    const auto in = make_input(40'009, 4'000, d, rng);
+    for (const auto strategy : all_strategies) {
+      for (const std::uint64_t hint : {std::uint64_t{4'000}, std::uint64_t{3}}) {
+        CAPTURE(strategy);
+        CAPTURE(hint);
+        options opts;
+        opts.strategy = strategy;
+        opts.config = launch_config{2, 64};
+        opts.expected_groups = hint;  // 3: the table grows, rows spill, MERGE reads both layouts
+        opts.interleaved_table = true;
+        opts.block_bytes = 8192 * sizeof(std::uint64_t);
+        auto driver = make_driver(std::span<const std::uint64_t>(in.keys), std::span<const std::int64_t>(in.vals),
+                                  sum_count_min, opts);
+        CHECK(driver->interleaved_table());
+        driver->run_remaining();
+        const auto r = driver->finalize_to_host<std::int64_t, std::uint64_t, std::int64_t>();
+        check_equal(r, reference(in));
+        if (hint == 3) CHECK(r.stats.table_growths >= 1);
+      }
+    }
+  }
+  // The automatic choice: arrays for small tables; never for direct addressing, where asking for
+  // it is an error.
+  const auto small = make_input(1'000, 10, distribution::uniform, rng);
+  auto automatic = make_driver(std::span<const std::uint64_t>(small.keys), std::span<const std::int64_t>(small.vals),
+                               sum_count_min, options{});
+  CHECK_FALSE(automatic->interleaved_table());
+  const std::vector<std::uint64_t> keys{5, 6, 7};
+  const std::vector<std::int64_t> vals{1, 2, 3};
+  options opts;
+  opts.domain = key_domain(std::uint64_t{5}, std::uint64_t{7});
+  opts.interleaved_table = true;
+  CHECK_THROWS_AS(group_by(keys, vals, select<direct_addressing>(sum(col<0>)), opts), invalid_argument_error);
+}

@@ -23,6 +23,8 @@ static_assert(std::is_same_v<typed_bound::output_tuple,
 // count() appears in the query and inside avg(): one accumulator serves both.
 static_assert(typed_bound::aggregate_count == 6);
 static_assert(typed_bound::bucket_bytes == 4 + 8 + 8 + 8 + 4 + 8 + 8);
+// A float accumulator among 8-byte ones: no interleaved layout for this query.
+static_assert(!typed_bound::interleavable);
 
 TEST_CASE("the key policy's OpenCL text is exactly as expected") {
   CHECK(single_key<std::uint32_t>::cl_source.view() ==
@@ -76,6 +78,10 @@ TEST_CASE("a query's OpenCL text is exactly as expected: the paper's query") {
         "#define ACC_ASSIGN(P, Q) P##0 = Q##0; P##1 = Q##1;\n"
         "#define ACC_MERGE_PRIVATE(P, Q) ACC0_COMBINE_private(&P##0, Q##0); ACC1_COMBINE_private(&P##1, Q##1);\n"
         "#define ACC_STORE_LOADED(T, s, P) T##acc0[s] = P##0; T##acc1[s] = P##1;\n"
+        "#define ACC_COUNT 2u\n"
+        "#define ACC_WORD_BYTES 8u\n"
+        "#define ACC_REBIND(P, AS) P##acc0 = (AS acc0_t*)((AS uchar*)P##keys + ACC_WORD_BYTES * 1u); "
+        "P##acc1 = (AS acc1_t*)((AS uchar*)P##keys + ACC_WORD_BYTES * 2u);\n"
         "#define ACC_COPY_FROM(P, s, Q, q) P##acc0[s] = Q##acc0[q]; P##acc1[s] = Q##acc1[q];\n"
         "#define OUT_PARAMS , __global out0_t* restrict out0\n"
         "#define OUT_STORE_ALL(pos, slot) out0[pos] = OUT0_VALUE(slot);\n");

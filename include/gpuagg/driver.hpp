@@ -391,6 +391,7 @@ class aggregation_driver {
     std::array<cl::Buffer, aggregate_count> accs;
     std::uint64_t capacity = 0;  ///< buckets, not counting the reserved one for EMPTY_KEY
     unsigned bits = 0;
+    bool interleaved = false;    ///< one buffer of records (kernels.inc: GPUAGG_INTERLEAVED)
   };
   struct staging_slot {
     std::vector<detail::buffer_pool::pinned_buffer> pinned;
@@ -478,6 +479,13 @@ class aggregation_driver {
       stats_.expected_groups_estimated = true;
     }
     stats_.expected_groups = expected_groups_;
+    std::uint64_t capacity = 0;
+    if constexpr (identity_scheme) {
+      capacity = opts_.domain->size;
+    } else {
+      capacity = table_capacity_for(expected_groups_);
+    }
+    interleaved_ = use_interleaved_table(capacity);
     // The first program built also provides INITIALIZE, MERGE and FINALIZE.
     home_program_ = program(default_params_for_setup());
     meta_ = allocate(detail::meta_words * sizeof(cl_ulong), "the query's counters");
@@ -485,12 +493,6 @@ class aggregation_driver {
     detail::check(ctx_.compute_queue().enqueueWriteBuffer(meta_, CL_TRUE, 0, sizeof(zeros), zeros.data()),
                   "clearing the query's counters");
     meta_mirror_.assign(window_ * detail::meta_words, 0);
-    std::uint64_t capacity = 0;
-    if constexpr (identity_scheme) {
-      capacity = opts_.domain->size;
-    } else {
-      capacity = table_capacity_for(expected_groups_);
-    }
     table_ = make_table(capacity);
     spill_capacity_ = static_cast<std::uint64_t>(block_rows_) * window_;
     if (spill_capacity_ >= (std::uint64_t{1} << 32)) throw invalid_argument_error("block_bytes is too large");
@@ -499,6 +501,30 @@ class aggregation_driver {
   }
 
   strategy_kind default_params_for_setup() const { return default_params().strategy; }
+
+  /// The global table's layout for the whole query (kernels.inc: GPUAGG_INTERLEAVED): options'
+  /// `interleaved_table`, else interleaved for hash tables of more than interleave_min_buckets.
+  /// Direct addressing keeps its bitmap and accumulator arrays; accumulators of different sizes
+  /// keep arrays of their own.
+  bool use_interleaved_table(std::uint64_t capacity) const {
+    if constexpr (identity_scheme || !Bound::interleavable) {
+      if (opts_.interleaved_table.value_or(false)) {
+        throw invalid_argument_error(identity_scheme ? "interleaved_table: direct addressing keeps no keys to interleave"
+                                                     : "interleaved_table needs accumulators of one size");
+      }
+      return false;
+    } else {
+      return opts_.interleaved_table.value_or(capacity > interleave_min_buckets);
+    }
+  }
+
+ public:
+  /// The automatic choice interleaves tables larger than this (bench/NOTES.md, attempt 12).
+  static constexpr std::uint64_t interleave_min_buckets = std::uint64_t{1} << 20;
+  /// Whether this query's global table is interleaved.
+  bool interleaved_table() const noexcept { return interleaved_; }
+
+ private:
 
   std::uint64_t table_capacity_for(std::uint64_t groups) const {
     const auto wanted = static_cast<std::uint64_t>(std::ceil(double(groups) / opts_.max_load_factor));
@@ -589,10 +615,15 @@ class aggregation_driver {
   }
 
   /// The strategy's program; with `run_cache`, built with -DGPUAGG_RUN_CACHE (kernels.inc), a
-  /// second program of the same source that the context caches separately.
+  /// second program of the same source that the context caches separately. An interleaved
+  /// table adds -DGPUAGG_INTERLEAVED to every build of the query.
   cl::Program program(strategy_kind strategy, bool run_cache = false) const {
     auto& slot = programs_[variant(strategy, run_cache)];
-    if (!slot()) slot = ctx_.program(program_source_for<Bound>(strategy), run_cache ? "-DGPUAGG_RUN_CACHE" : "");
+    if (!slot()) {
+      std::string build_options = run_cache ? "-DGPUAGG_RUN_CACHE" : "";
+      if (interleaved_) build_options += build_options.empty() ? "-DGPUAGG_INTERLEAVED" : " -DGPUAGG_INTERLEAVED";
+      slot = ctx_.program(program_source_for<Bound>(strategy), build_options);
+    }
     return slot;
   }
 
@@ -648,7 +679,17 @@ class aggregation_driver {
   }
 
   table_buffers make_table(std::uint64_t capacity) {
-    auto t = make_buffers(capacity, "the hash table of " + std::to_string(capacity) + " buckets");
+    const std::string what = "the hash table of " + std::to_string(capacity) + " buckets";
+    table_buffers t;
+    if (interleaved_) {
+      // One buffer of records; every accumulator argument names it too (the kernels rebind).
+      t.capacity = capacity;
+      t.interleaved = true;
+      t.keys = allocate((capacity + 1) * Bound::interleaved_bucket_bytes, what + " (interleaved)");
+      for (auto& acc : t.accs) acc = t.keys;
+    } else {
+      t = make_buffers(capacity, what);
+    }
     t.bits = identity_scheme ? 0 : detail::log2_exact(capacity);
     cl::Kernel init = ctx_.kernel(home_program_, "gpuagg_initialize");
     cl_uint arg = 0;
@@ -663,7 +704,9 @@ class aggregation_driver {
     return t;
   }
 
-  std::uint64_t table_bytes(const table_buffers& t) const { return (t.capacity + 1) * Bound::bucket_bytes; }
+  std::uint64_t table_bytes(const table_buffers& t) const {
+    return (t.capacity + 1) * (t.interleaved ? Bound::interleaved_bucket_bytes : Bound::bucket_bytes);
+  }
 
   /// Per block in flight: a device buffer per column, and a pinned staging buffer per column
   /// unless the column itself lies in pinned memory of this context (pinned_array), which the
@@ -809,7 +852,9 @@ class aggregation_driver {
     set_arg(kernel, arg, meta_);
     set_table_args(kernel, arg, spill_);
     set_arg(kernel, arg, cl_uint(spill_capacity_));
-    set_arg(kernel, arg, cl_uint((table_.capacity + 1) * sizeof(bits_type) <= plain_key_reads_max_bytes ? 1 : 0));
+    const std::uint64_t key_bytes =
+        (table_.capacity + 1) * (table_.interleaved ? Bound::interleaved_bucket_bytes : sizeof(bits_type));
+    set_arg(kernel, arg, cl_uint(key_bytes <= plain_key_reads_max_bytes ? 1 : 0));
     const auto& config = params.config;
     if (params.strategy == strategy_kind::workgroup_local) {
       const auto buckets = local_capacity();
@@ -983,6 +1028,7 @@ class aggregation_driver {
     set_arg(kernel, arg, cl_uint(table_.capacity));
     set_arg(kernel, arg, key_min());
     set_arg(kernel, arg, meta_);
+    set_arg(kernel, arg, cl_uint(source.interleaved ? 1 : 0));
     cl::Event done;
     const std::size_t local = std::min<std::size_t>(256, kernel_work_group_limit(kernel));
     launch(kernel, cover(entries, local), local, "MERGE", &done);
@@ -1029,6 +1075,7 @@ class aggregation_driver {
   std::uint64_t spill_capacity_ = 0;
   std::uint64_t live_bytes_ = 0;
   unsigned generation_ = 0;
+  bool interleaved_ = false;  // the global table's layout (use_interleaved_table)
   std::size_t builds_before_ = 0;
   cl::Program home_program_;
   mutable std::array<cl::Program, 6> programs_;

@@ -69,6 +69,10 @@ struct options {
   /// the H100 its passes cost more than they save except for 8 to 32 runs at 2^21 to 2^24
   /// groups (bench/NOTES.md, attempt 10).
   std::uint32_t partitions = 1;
+  /// Keep a bucket's key and accumulators in one record of the global table (one memory sector
+  /// per probe and update instead of two), or in arrays of their own. Default: interleaved for
+  /// hash tables of more than 2^20 buckets whose accumulators share one size (bench/NOTES.md).
+  std::optional<bool> interleaved_table;
   /// Required by direct_addressing: the key domain.
   std::optional<key_domain> domain;
   /// The context (device) to run on; default: gpuagg::default_context().

@@ -3,6 +3,7 @@
 // to a key policy and value column types, it knows its aggregates (deduplicated), every type, the
 // OpenCL text of every expression, and a host evaluation of the same expressions.
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <tuple>
@@ -240,6 +241,16 @@ struct bound_query<Key, query<Scheme, Outputs...>, Values...> {
     return sizeof(typename Key::bits_type) + (std::size_t{0} + ... + sizeof(acc_at<J>));
   }(std::make_index_sequence<aggregate_count>{});
   static constexpr std::size_t accumulator_bytes = bucket_bytes - sizeof(typename Key::bits_type);
+  /// The widest accumulator: the word of an interleaved bucket (kernels.inc: GPUAGG_INTERLEAVED).
+  static constexpr std::size_t accumulator_word = []<std::size_t... J>(std::index_sequence<J...>) {
+    return std::max({sizeof(typename Key::bits_type), sizeof(acc_at<J>)...});
+  }(std::make_index_sequence<aggregate_count>{});
+  /// Whether the global table can keep a bucket's key and accumulators in one record of
+  /// aggregate_count + 1 words: every accumulator that wide, the key no wider.
+  static constexpr bool interleavable = []<std::size_t... J>(std::index_sequence<J...>) {
+    return aggregate_count > 0 && ((sizeof(acc_at<J>) == accumulator_word) && ...);
+  }(std::make_index_sequence<aggregate_count>{});
+  static constexpr std::size_t interleaved_bucket_bytes = accumulator_word * (aggregate_count + 1);
 
   // ---- host evaluation (the CPU reference) ----
   static constexpr accumulator_tuple identity() {
@@ -364,6 +375,12 @@ struct bound_query<Key, query<Scheme, Outputs...>, Values...> {
           fixed_string{"\n#define ACC_STORE_LOADED(T, s, P)"},
           detail::concat(fixed_string{" T##acc"}, detail::to_fixed_string<J>(), fixed_string{"[s] = P##"},
                          detail::to_fixed_string<J>(), fixed_string{";"})...,
+          fixed_string{"\n#define ACC_COUNT "}, detail::to_fixed_string<aggregate_count>(),
+          fixed_string{"u\n#define ACC_WORD_BYTES "}, detail::to_fixed_string<accumulator_word>(),
+          fixed_string{"u\n#define ACC_REBIND(P, AS)"},
+          detail::concat(fixed_string{" P##acc"}, detail::to_fixed_string<J>(), fixed_string{" = (AS acc"},
+                         detail::to_fixed_string<J>(), fixed_string{"_t*)((AS uchar*)P##keys + ACC_WORD_BYTES * "},
+                         detail::to_fixed_string<J + 1>(), fixed_string{"u);"})...,
           fixed_string{"\n#define ACC_COPY_FROM(P, s, Q, q)"},
           detail::concat(fixed_string{" P##acc"}, detail::to_fixed_string<J>(), fixed_string{"[s] = Q##acc"},
                          detail::to_fixed_string<J>(), fixed_string{"[q];"})...,
