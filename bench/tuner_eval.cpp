@@ -81,13 +81,12 @@ struct recorded_space {
     return out.str();
   }
   /// The section 4.1 initial configuration of each strategy recorded here.
-  std::vector<execution_params> initial_configs(const gpuagg::search_space& bounds,
-                                                const tuner_params& params = gpuagg::paper_params) const {
+  std::vector<execution_params> initial_configs(const gpuagg::search_space& bounds) const {
     std::vector<execution_params> result;
     for (strategy_kind kind : gpuagg::all_strategies) {
       const bool recorded = std::any_of(blocks.begin(), blocks.end(),
                                         [kind](const auto& entry) { return entry.first.strategy == kind; });
-      if (recorded && (all_strategies || kind == strategy)) result.push_back(gpuagg::initial_config(kind, bounds, params));
+      if (recorded && (all_strategies || kind == strategy)) result.push_back(gpuagg::default_initial_config(kind, bounds));
     }
     return result;
   }
@@ -348,7 +347,7 @@ case_result evaluate(std::string mode, const tuner_params& params, const recorde
   if (shared_cache) key = gpuagg::tuning_key{"replay", "recorded", shared_cache->query, "-", space.groups_log2};
   replay blocks(space, options.wrap);
   const auto feasible = [&space](const execution_params& p) { return space.blocks.contains(p); };
-  std::vector<execution_params> initial = space.initial_configs(bounds, params);
+  std::vector<execution_params> initial = space.initial_configs(bounds);
   for (execution_params& start : initial) {
     if (const auto it = options.starts.find(start.strategy); it != options.starts.end()) start.config = it->second;
   }
@@ -497,18 +496,9 @@ tuner_params parse_variant(const std::string& spec, std::map<strategy_kind, gpua
     else if (key == "reject") params.early_rejection = number();
     else if (key == "reject_blocks") params.rejection_blocks = static_cast<unsigned>(number());
     else if (key == "paired") params.paired_rejection = number();
-    else if (key == "paired_noise") params.paired_noise = number();
-    else if (key == "paired_blocks") params.paired_rejection_blocks = static_cast<unsigned>(number());
     else if (key == "first_block") params.first_block_rejection = number();
-    else if (key == "keep_threads") params.keep_start_threads = flag();
     else if (key == "quiet_window") params.quiet_window = static_cast<unsigned>(number());
     else if (key == "quiet_noise") params.quiet_noise = number();
-    else if (key == "fine_forks") params.fine_pass_forks = flag();
-    else if (key == "fine_diagonal") params.fine_diagonal = flag();
-    else if (key == "trend") params.trend_skip = number();
-    else if (key == "outlier_pair") params.outlier_pair = number();
-    else if (key == "patience") params.patience = static_cast<unsigned>(number());
-    else if (key == "patience_gain") params.patience_gain = number();
     else if (key.starts_with("start_") && starts) {
       const auto strategy = gpuagg::detail::parse_strategy(key.substr(6));
       const auto x = value.find('x');
@@ -530,10 +520,17 @@ std::vector<variant> ablation_variants() {
       {"paper + coarse stride", parse_variant("base=paper,stride=4"), {}},
       {"paper + noise s'", parse_variant("base=paper,noise=0.5906"), {}},
       {"paper + rejection", parse_variant("base=paper,reject=1.05"), {}},
+      {"paper + paired", parse_variant("base=paper,paired=1.01"), {}},
+      {"paper + first block", parse_variant("base=paper,first_block=2"), {}},
+      {"paper + quiet window", parse_variant("base=paper,quiet_window=2"), {}},
       {"default - diagonal", parse_variant("diagonal=0"), {}},
       {"default - coarse stride", parse_variant("stride=2"), {}},
       {"default - noise s'", parse_variant("noise=0"), {}},
       {"default - rejection", parse_variant("reject=0"), {}},
+      {"default - paired", parse_variant("paired=0"), {}},
+      {"default - first block", parse_variant("first_block=0"), {}},
+      {"default - quiet window", parse_variant("quiet_window=0"), {}},
+      {"default - all three new", parse_variant("paired=0,first_block=0,quiet_window=0"), {}},
   };
 }
 
@@ -602,7 +599,7 @@ warm_outcome replay_warm_cache(const std::vector<const recorded_space*>& spaces,
   for (const recorded_space* space : spaces) {
     const gpuagg::tuning_key key{"replay", "recorded", "replay " + space->label(), "-", space->groups_log2};
     const auto feasible = [space](const execution_params& p) { return space->blocks.contains(p); };
-    const std::vector<execution_params> initial = space->initial_configs(bounds, tuner_params{});
+    const std::vector<execution_params> initial = space->initial_configs(bounds);
     replay first(*space, options.wrap);
     const auto cold = tuner.search(std::ref(first), std::numeric_limits<std::size_t>::max(), feasible, initial, key);
     replay second(*space, options.wrap);  // a new query of the same shape: its blocks start again

@@ -200,6 +200,8 @@ TEST_CASE("tuner_params is a literal type usable as a non-type template paramete
   static_assert(defaults.valid());
   static_assert(gpuagg::refined_params == defaults && !defaults.is_paper_algorithm());
   static_assert(defaults.diagonal_neighbours && defaults.coarse_stride == 4 && defaults.early_rejection == 1.05);
+  static_assert(defaults.paired_rejection == 1.01 && defaults.first_block_rejection == 2.0 &&
+                defaults.quiet_window == 2 && defaults.quiet_noise == 0.005);
 
   // The paper's presets: Table 1's two rows, every extension off.
   constexpr tuner_params paper = gpuagg::paper_params;
@@ -219,7 +221,10 @@ TEST_CASE("tuner_params is a literal type usable as a non-type template paramete
                                                   .coarse_stride = 2,
                                                   .noise_similarity = 0.0,
                                                   .early_rejection = 0.0,
-                                                  .neighbour_entry_distance = 0}>>);
+                                                  .neighbour_entry_distance = 0,
+                                                  .paired_rejection = 0.0,
+                                                  .first_block_rejection = 0.0,
+                                                  .quiet_window = 0}>>);
   static_assert(!std::is_same_v<tuner<>, tuner<gpuagg::strict_gradient_params>>);
   static_assert(!std::is_same_v<tuner<>, tuner<gpuagg::paper_params>>);
 
@@ -232,6 +237,14 @@ TEST_CASE("tuner_params is a literal type usable as a non-type template paramete
   static_assert(!tuner_params{.coarse_stride = 1}.valid());
   static_assert(!tuner_params{.early_rejection = 0.5}.valid());
   static_assert(!tuner_params{.rejection_blocks = 0}.valid());
+  static_assert(!tuner_params{.paired_rejection = 0.99}.valid());
+  static_assert(!tuner_params{.first_block_rejection = 0.5}.valid());
+  static_assert(!tuner_params{.quiet_window = 4}.valid());  // longer than the paper's window
+  static_assert(!tuner_params{.quiet_noise = -0.001}.valid());
+  // Each new rule alone makes the search the refined one.
+  static_assert(![] { tuner_params p = gpuagg::paper_params; p.paired_rejection = 1.01; return p.is_paper_algorithm(); }());
+  static_assert(![] { tuner_params p = gpuagg::paper_params; p.first_block_rejection = 2.0; return p.is_paper_algorithm(); }());
+  static_assert(![] { tuner_params p = gpuagg::paper_params; p.quiet_window = 2; return p.is_paper_algorithm(); }());
 }
 
 TEST_CASE("search space: bounds, clamping, neighbourhood order") {
@@ -400,16 +413,39 @@ TEST_CASE("noisy leading outliers: ProcessBlocksWith discards each first block")
   space.block_time = [&space](const execution_params& p, unsigned block) {
     return block == 0 ? 3.0 * space.time(p) : space.time(p);  // the first block of each is 3x slower
   };
-  const auto report = uncached().search(std::ref(space), 100000, always, std::vector{shared(1, 512)});
-  REQUIRE(report.winner);
-  CHECK(*report.winner == shared(4, 256));
-  CHECK(report.winner_seconds == doctest::Approx(1.0));
-  for (const auto& tried : report.tried) {
-    CHECK(tried.blocks == 4);
-    CHECK(tried.block_seconds.front() == doctest::Approx(3.0 * space.time(tried.params)));
-    CHECK(tried.seconds == doctest::Approx(space.time(tried.params)));
+  SUBCASE("Algorithm 1: every measurement discards its outlier and takes 4 blocks") {
+    const auto report =
+        uncached<gpuagg::paper_params>().search(std::ref(space), 100000, always, std::vector{shared(1, 512)});
+    REQUIRE(report.winner);
+    CHECK(*report.winner == shared(4, 256));
+    CHECK(report.winner_seconds == doctest::Approx(1.0));
+    for (const auto& tried : report.tried) {
+      CHECK(tried.blocks == 4);
+      CHECK(tried.block_seconds.front() == doctest::Approx(3.0 * space.time(tried.params)));
+      CHECK(tried.seconds == doctest::Approx(space.time(tried.params)));
+    }
+    CHECK(report.exploration_blocks == 4 * report.tried.size());
   }
-  CHECK(report.exploration_blocks == 4 * report.tried.size());
+  SUBCASE("the refined search: the outlier never enters a time; clearly slower neighbours stop early") {
+    const auto report = uncached().search(std::ref(space), 100000, always, std::vector{shared(1, 512)});
+    REQUIRE(report.winner);
+    CHECK(*report.winner == shared(4, 256));
+    CHECK(report.winner_seconds == doctest::Approx(1.0));
+    std::size_t rejected = 0;
+    for (const auto& tried : report.tried) {
+      CHECK(tried.block_seconds.front() == doctest::Approx(3.0 * space.time(tried.params)));
+      if (tried.rejected) {
+        ++rejected;
+        CHECK(tried.blocks <= 2);
+        CHECK(space.time(tried.params) > 1.01 * report.winner_seconds);
+      } else {
+        // 4 blocks with the paper's window; 3 where a quiet window of 2 follows the outlier.
+        CHECK(tried.blocks >= 3);
+        CHECK(tried.seconds == doctest::Approx(space.time(tried.params)));
+      }
+    }
+    CHECK(rejected > 0);
+  }
 }
 
 TEST_CASE("pruning and backtracking: the exact sequence of Algorithm 1") {
@@ -476,6 +512,25 @@ constexpr tuner_params only_extensions(bool diagonal, unsigned stride, double no
   params.early_rejection = rejection;
   return params;
 }
+
+/// Algorithm 1 with only the measurement rules of issue 5 (paired rejection, first-block
+/// rejection, the quiet window) at the given values.
+constexpr tuner_params paper_with(double paired, double first_block, unsigned quiet_window) {
+  tuner_params params = gpuagg::paper_params;
+  params.paired_rejection = paired;
+  params.first_block_rejection = first_block;
+  params.quiet_window = quiet_window;
+  return params;
+}
+
+/// The refined search without those three rules: the default before them.
+constexpr tuner_params without_new_rules = [] {
+  tuner_params params{};
+  params.paired_rejection = 0.0;
+  params.first_block_rejection = 0.0;
+  params.quiet_window = 0;
+  return params;
+}();
 
 TEST_CASE("search space: the refined neighbourhood, its strides and its order") {
   const search_space space{};
@@ -636,13 +691,202 @@ TEST_CASE("early rejection: clearly slower neighbours cost rejection_blocks bloc
     outliers.block_time = [&outliers](const execution_params& p, unsigned block) {
       return block == 0 ? 3.0 * outliers.time(p) : outliers.time(p);
     };
-    const auto report = uncached().search(std::ref(outliers), 100000, always, initial);
+    const auto report = uncached<without_new_rules>().search(std::ref(outliers), 100000, always, initial);
     CHECK(*report.winner == shared(4, 256));
     // A neighbour is rejected only when its fastest block exceeds 1.05 x its reference's 3x
     // first block: only configurations over 3.15x slower than the optimum.
     for (const auto& tried : report.tried) {
       if (tried.rejected) CHECK(outliers.time(tried.params) > 3.0 * 1.05 * outliers.time(shared(4, 256)));
     }
+  }
+}
+
+TEST_CASE("ProcessBlocksWith: paired and first-block rejection, a shorter window") {
+  using gpuagg::detail::process_blocks_with;
+  using gpuagg::detail::rejection_rule;
+  const auto feed = [](std::vector<double> times) {
+    return [times = std::move(times), next = std::size_t{0}]() mutable -> std::optional<double> {
+      if (next == times.size()) return std::nullopt;
+      return times[next++];
+    };
+  };
+  constexpr tuner_params params{};  // rejection_blocks = 2
+  const std::vector<double> reference{3.0, 1.0, 1.0, 1.0};  // a start-up outlier, then 1.0 per block
+  const auto paired = [&reference](double factor) {
+    rejection_rule rule;
+    rule.paired = factor;
+    rule.paired_blocks = 2;
+    rule.reference_blocks = reference;
+    return rule;
+  };
+  SUBCASE("each block slower than the reference's block at its position: rejected after 2") {
+    const auto m = process_blocks_with(params, feed({3.2, 1.05, 1.05, 1.05}), paired(1.01));
+    CHECK(m.rejected);
+    CHECK(m.complete);
+    CHECK(m.blocks == 2);
+  }
+  SUBCASE("the same start-up outlier at the same speed: measured in full") {
+    const auto m = process_blocks_with(params, feed({3.0, 1.0, 1.0, 1.0}), paired(1.01));
+    CHECK_FALSE(m.rejected);
+    CHECK(m.blocks == 4);
+    CHECK(m.seconds == doctest::Approx(1.0));
+  }
+  SUBCASE("a larger start-up outlier alone does not make a configuration slower") {
+    const auto m = process_blocks_with(params, feed({6.0, 1.0, 1.0, 1.0}), paired(1.01));
+    CHECK_FALSE(m.rejected);
+    CHECK(m.blocks == 4);
+  }
+  SUBCASE("10% slower behind the same outlier: the slowest-block rule cannot see it, the paired rule can") {
+    gpuagg::detail::rejection_rule slowest;
+    slowest.above = 1.05 * 3.0;  // early_rejection x the reference's slowest block
+    const auto old_rule = process_blocks_with(params, feed({3.3, 1.1, 1.1, 1.1}), slowest);
+    CHECK_FALSE(old_rule.rejected);
+    CHECK(old_rule.blocks == 4);
+    const auto new_rule = process_blocks_with(params, feed({3.3, 1.1, 1.1, 1.1}), paired(1.01));
+    CHECK(new_rule.rejected);
+    CHECK(new_rule.blocks == 2);
+  }
+  SUBCASE("compared only as far as the reference ran") {
+    const std::vector<double> short_reference{1.0};
+    rejection_rule rule = paired(1.01);
+    rule.reference_blocks = short_reference;
+    const auto m = process_blocks_with(params, feed({2.0, 2.0, 2.0}), rule);
+    CHECK_FALSE(m.rejected);
+    CHECK(m.blocks == 3);
+  }
+  SUBCASE("first block: one block suffices above the bound, and only above it") {
+    rejection_rule rule;
+    rule.first_block_above = 4.0;
+    const auto far = process_blocks_with(params, feed({5.0, 1.0, 1.0, 1.0}), rule);
+    CHECK(far.rejected);
+    CHECK(far.blocks == 1);
+    const auto near = process_blocks_with(params, feed({3.9, 1.0, 1.0, 1.0}), rule);
+    CHECK_FALSE(near.rejected);
+    CHECK(near.blocks == 4);
+    CHECK(near.seconds == doctest::Approx(1.0));
+  }
+  SUBCASE("a window of 2: two quiet blocks suffice, an outlier still costs one more") {
+    const auto quiet = process_blocks_with(params, feed({1.0, 1.001, 1.0}), rejection_rule{}, 2);
+    CHECK(quiet.blocks == 2);
+    CHECK(quiet.window_blocks == 2);
+    CHECK(quiet.seconds == doctest::Approx(1.0005));
+    const auto outlier = process_blocks_with(params, feed({3.0, 1.0, 1.0, 1.0}), rejection_rule{}, 2);
+    CHECK(outlier.blocks == 3);
+    CHECK(outlier.seconds == doctest::Approx(1.0));
+    const auto paper_window = process_blocks_with(params, feed({1.0, 1.001, 1.0}), rejection_rule{});
+    CHECK(paper_window.blocks == 3);
+    CHECK(paper_window.window_blocks == 3);
+  }
+}
+
+TEST_CASE("paired rejection: start-up outliers meet start-up outliers, the winner is the same") {
+  // A steep bowl (no neighbour within s of another) whose every configuration starts with a 3x
+  // block: the slowest-block rule rejects only what is over 3.15x slower; the paired rule
+  // rejects every clearly slower neighbour after 2 blocks and changes nothing else.
+  const auto with_outliers = [](synthetic_space& space) {
+    space.block_time = [&space](const execution_params& p, unsigned block) {
+      return block == 0 ? 3.0 * space.time(p) : space.time(p);
+    };
+  };
+  const std::vector initial{shared(1, 512)};
+  synthetic_space paper_space{bowl(1.0, 4, 6, 0.3)};
+  with_outliers(paper_space);
+  const auto paper = uncached<gpuagg::paper_params>().search(std::ref(paper_space), 100000, always, initial);
+  synthetic_space old_space{bowl(1.0, 4, 6, 0.3)};
+  with_outliers(old_space);
+  const auto old_rule =
+      uncached<only_extensions(false, 2, 0.0, 1.05)>().search(std::ref(old_space), 100000, always, initial);
+  synthetic_space paired_space{bowl(1.0, 4, 6, 0.3)};
+  with_outliers(paired_space);
+  const auto paired = uncached<paper_with(1.01, 0.0, 0)>().search(std::ref(paired_space), 100000, always, initial);
+
+  CHECK(*paired.winner == *paper.winner);
+  CHECK(*paired.winner == shared(16, 64));
+  CHECK(paired_space.sequence() == paper_space.sequence());
+  std::size_t rejected = 0;
+  for (const auto& tried : paired.tried) {
+    if (!tried.rejected) {
+      CHECK(tried.blocks == 4);
+      continue;
+    }
+    ++rejected;
+    CHECK(tried.blocks == 2);
+    CHECK(tried.role == measurement_role::neighbour);
+    CHECK(paired_space.time(tried.params) > 1.01 * paired.winner_seconds);
+  }
+  std::size_t rejected_by_old_rule = 0;
+  for (const auto& tried : old_rule.tried) rejected_by_old_rule += tried.rejected;
+  CHECK(rejected > rejected_by_old_rule);
+  CHECK(paired.exploration_blocks == paper.exploration_blocks - 2 * rejected);
+}
+
+TEST_CASE("first-block rejection allows for the largest start-up outlier measured") {
+  const std::vector initial{shared(1, 512)};
+  SUBCASE("every first block 1.8x: one block rejects only what is over 2x its reference") {
+    // Steep enough that some neighbours are over 2x slower than their reference.
+    synthetic_space paper_space{bowl(1.0, 4, 6, 1.5)};
+    paper_space.block_time = [&paper_space](const execution_params& p, unsigned block) {
+      return block == 0 ? 1.8 * paper_space.time(p) : paper_space.time(p);
+    };
+    const auto paper = uncached<gpuagg::paper_params>().search(std::ref(paper_space), 100000, always, initial);
+    synthetic_space space{bowl(1.0, 4, 6, 1.5)};
+    space.block_time = [&space](const execution_params& p, unsigned block) {
+      return block == 0 ? 1.8 * space.time(p) : space.time(p);
+    };
+    const auto report = uncached<paper_with(0.0, 2.0, 0)>().search(std::ref(space), 100000, always, initial);
+    CHECK(*report.winner == *paper.winner);
+    CHECK(space.sequence() == paper_space.sequence());
+    std::size_t rejected = 0;
+    for (const auto& tried : report.tried) {
+      if (!tried.rejected) continue;
+      ++rejected;
+      CHECK(tried.blocks == 1);
+      CHECK(space.time(tried.params) > 2.0 * report.winner_seconds);
+    }
+    CHECK(rejected > 0);
+  }
+  SUBCASE("an outlier up to 2x the largest seen is measured, not rejected") {
+    // 1x512 starts with a 1.5x block; 2x512 is faster but starts with a block of 2.9 x t(1x512):
+    // below 2 x 1.5 x t(1x512), so it is measured in full and wins. Every other point is 5x
+    // slower and rejected on its first block.
+    synthetic_space space{table({{shared(1, 512), 1.0}, {shared(2, 512), 0.9}}, 5.0)};
+    space.block_time = [&space](const execution_params& p, unsigned block) {
+      if (block > 0) return space.time(p);
+      return p == shared(1, 512) ? 1.5 : p == shared(2, 512) ? 2.9 : 1.8 * space.time(p);
+    };
+    const auto report = uncached<paper_with(0.0, 2.0, 0)>().search(std::ref(space), 100000, always, initial);
+    CHECK(*report.winner == shared(2, 512));
+    REQUIRE(report.find(shared(2, 512)) != nullptr);
+    CHECK_FALSE(report.find(shared(2, 512))->rejected);
+    CHECK(report.find(shared(2, 512))->blocks == 4);
+    for (const auto& tried : report.tried) {
+      if (tried.params != shared(1, 512) && tried.params != shared(2, 512)) {
+        CHECK(tried.rejected);
+        CHECK(tried.blocks == 1);
+      }
+    }
+  }
+}
+
+TEST_CASE("quiet window: neighbours of a quiet reference measure on 2 blocks") {
+  const std::vector initial{shared(1, 512)};
+  synthetic_space paper_space{bowl(1.0, 4, 6, 0.3)};
+  const auto paper = uncached<gpuagg::paper_params>().search(std::ref(paper_space), 100000, always, initial);
+  SUBCASE("noise-free: every neighbour 2 blocks, the same configurations and winner") {
+    synthetic_space space{bowl(1.0, 4, 6, 0.3)};
+    const auto report = uncached<paper_with(0.0, 0.0, 2)>().search(std::ref(space), 100000, always, initial);
+    CHECK(*report.winner == *paper.winner);
+    CHECK(space.sequence() == paper_space.sequence());
+    for (const auto& tried : report.tried) CHECK(tried.blocks == (tried.role == measurement_role::initial ? 3u : 2u));
+  }
+  SUBCASE("blocks +-0.5%: no reference is quiet (range 1%), the paper's window throughout") {
+    synthetic_space space{bowl(1.0, 4, 6, 0.3)};
+    space.block_time = [&space](const execution_params& p, unsigned block) {
+      return space.time(p) * (block % 2 == 0 ? 0.995 : 1.005);
+    };
+    const auto report = uncached<paper_with(0.0, 0.0, 2)>().search(std::ref(space), 100000, always, initial);
+    CHECK(*report.winner == *paper.winner);
+    for (const auto& tried : report.tried) CHECK(tried.blocks == 3);
   }
 }
 
@@ -935,7 +1179,7 @@ TEST_CASE("cache: a miss starts from the winner stored for the nearest group cou
     synthetic_space cold_space{bowl(1.0, 4, 7)};
     const auto cold = uncached().search(std::ref(cold_space), 100000, shared_only, initial);
     CHECK(*cold.winner == shared(16, 128));
-    CHECK(report.exploration_blocks < cold.exploration_blocks);
+    CHECK(report.exploration_seconds < cold.exploration_seconds);
   }
   SUBCASE("too far (2^23, distance 3 > 2), the paper's search, or no initial configuration of that strategy: "
           "no borrowed start") {

@@ -38,9 +38,9 @@ namespace gpuagg {
 /// The tuner's hyper parameters. A literal, structural type, so it configures the tuner at
 /// compile time: `tuner<gpuagg::paper_params>` is Algorithm 1 exactly as the paper states it.
 ///
-/// The first five fields are the paper's (section 4.1, Table 1). The next six extend the
-/// search beyond the paper (docs/autotuning.md, "The refined search"); each one's paper value
-/// turns its extension off, and `paper_params` sets all of them so. The defaults are the refined
+/// The first five fields are the paper's (section 4.1, Table 1). All but use_cache after them
+/// extend the search beyond the paper (docs/autotuning.md, "The refined search"); each one's
+/// paper value turns its extension off, and `paper_params` sets all of them so. The defaults are the refined
 /// search, which replay on the recorded H100 spaces found better than Algorithm 1 in quality and
 /// in effort (docs/autotuning.md has the figures).
 struct tuner_params {
@@ -88,20 +88,24 @@ struct tuner_params {
   /// key and use_cache. Paper: 0 (off).
   unsigned neighbour_entry_distance = 2;
 
-  // Experimental (being evaluated): off.
-  double paired_rejection = 0.0;
-  unsigned paired_rejection_blocks = 2;
-  double paired_noise = 0.0;
-  double first_block_rejection = 0.0;
-  bool keep_start_threads = false;
-  unsigned quiet_window = 0;
-  double quiet_noise = 0.0;
-  bool fine_pass_forks = true;
-  bool fine_diagonal = true;
-  double trend_skip = 0.0;
-  double outlier_pair = 0.0;
-  unsigned patience = 0;
-  double patience_gain = 0.0;
+  /// Beyond the paper. > 1: a neighbour is abandoned (clearly slower) once each of its first
+  /// rejection_blocks blocks is slower than this factor times its reference's block at the same
+  /// position (block k against block k). Both measurements begin with the same change of
+  /// configuration, so start-up outliers (section 3.6) are compared with start-up outliers, and
+  /// a trend shared by both (a table still filling) cancels. Paper: 0 (off).
+  double paired_rejection = 1.01;
+  /// Beyond the paper. > 1: a neighbour whose very first block is slower than this factor x
+  /// t(reference) x the largest start-up ratio seen so far (first block / t(c) of the complete
+  /// measurements) is abandoned after that one block: even the largest start-up outlier measured
+  /// cannot make a configuration that slow. Paper: 0 (off).
+  double first_block_rejection = 2.0;
+  /// Beyond the paper. > 0: a neighbour of a reference whose own window was quiet (normalized
+  /// range at most quiet_noise) is measured with a window of this many blocks instead of
+  /// initial_blocks (at most initial_blocks). Paper: 0 (off).
+  unsigned quiet_window = 2;
+  /// The normalized range below which a reference's window counts as quiet (quiet_window);
+  /// the default is about a quarter of v_max.
+  double quiet_noise = 0.005;
 
   /// Consult and update the persistent cache when the caller gives a tuning_key.
   bool use_cache = true;
@@ -111,12 +115,15 @@ struct tuner_params {
     return similarity >= 0.0 && similarity < 1.0 && prune > 1.0 && max_variation >= 0.0 &&
            initial_blocks >= 1 && max_blocks >= initial_blocks && coarse_stride >= 2 &&
            (coarse_stride & (coarse_stride - 1)) == 0 && noise_similarity >= 0.0 &&
-           (early_rejection == 0.0 || early_rejection >= 1.0) && rejection_blocks >= 1;
+           (early_rejection == 0.0 || early_rejection >= 1.0) && rejection_blocks >= 1 &&
+           (paired_rejection == 0.0 || paired_rejection >= 1.0) &&
+           (first_block_rejection == 0.0 || first_block_rejection >= 1.0) && quiet_window <= initial_blocks &&
+           quiet_noise >= 0.0;
   }
   /// True when every extension is off: the search is Algorithm 1 as the paper states it.
   constexpr bool is_paper_algorithm() const noexcept {
     return !diagonal_neighbours && coarse_stride == 2 && noise_similarity == 0.0 && early_rejection == 0.0 &&
-           neighbour_entry_distance == 0;
+           paired_rejection == 0.0 && first_block_rejection == 0.0 && quiet_window == 0 && neighbour_entry_distance == 0;
   }
   friend constexpr bool operator==(const tuner_params&, const tuner_params&) = default;
 };
@@ -127,14 +134,20 @@ inline constexpr tuner_params paper_params{.diagonal_neighbours = false,
                                            .coarse_stride = 2,
                                            .noise_similarity = 0.0,
                                            .early_rejection = 0.0,
-                                           .neighbour_entry_distance = 0};
+                                           .neighbour_entry_distance = 0,
+                                           .paired_rejection = 0.0,
+                                           .first_block_rejection = 0.0,
+                                           .quiet_window = 0};
 /// Table 1, first row: Algorithm 1 ignoring performance plateaus (s = 0).
 inline constexpr tuner_params strict_gradient_params{.similarity = 0.0,
                                                      .diagonal_neighbours = false,
                                                      .coarse_stride = 2,
                                                      .noise_similarity = 0.0,
                                                      .early_rejection = 0.0,
-                                                     .neighbour_entry_distance = 0};
+                                                     .neighbour_entry_distance = 0,
+                                                     .paired_rejection = 0.0,
+                                                     .first_block_rejection = 0.0,
+                                                     .quiet_window = 0};
 /// Table 1, second row: the same as `paper_params`.
 inline constexpr tuner_params plateau_params = paper_params;
 /// The refined search (the defaults).
@@ -178,11 +191,6 @@ std::vector<execution_params> default_initial_configs(const search_space& space)
 
 /// The one default initial configuration of `strategy`, clamped to `space`.
 execution_params default_initial_config(strategy_kind strategy, const search_space& space);
-
-/// The initial configuration of `strategy` that a tuner with `params` starts from.
-execution_params initial_config(strategy_kind strategy, const search_space& space, const tuner_params& params);
-/// The initial configurations a tuner with `params` starts from when given none.
-std::vector<execution_params> initial_configs(const search_space& space, const tuner_params& params);
 
 // ---------------------------------------------------------------------------------------------
 // What the tuner drives
@@ -377,6 +385,13 @@ class tuner {
   static_assert(Params.early_rejection == 0.0 || Params.early_rejection >= 1.0,
                 "tuner_params::early_rejection must be 0 (off) or >= 1");
   static_assert(Params.rejection_blocks >= 1, "tuner_params::rejection_blocks must be at least 1");
+  static_assert(Params.paired_rejection == 0.0 || Params.paired_rejection >= 1.0,
+                "tuner_params::paired_rejection must be 0 (off) or >= 1");
+  static_assert(Params.first_block_rejection == 0.0 || Params.first_block_rejection >= 1.0,
+                "tuner_params::first_block_rejection must be 0 (off) or >= 1");
+  static_assert(Params.quiet_window <= Params.initial_blocks,
+                "tuner_params::quiet_window must be 0 (off) or at most initial_blocks");
+  static_assert(Params.quiet_noise >= 0.0, "tuner_params::quiet_noise must be >= 0");
 
  public:
   static constexpr tuner_params params = Params;

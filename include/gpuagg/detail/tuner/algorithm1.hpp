@@ -74,7 +74,9 @@ class algorithm1 {
     report_.tried.push_back({params, m.seconds, m.blocks, m.complete, role, m.block_seconds, m.rejected});
     if (!m.complete) return std::nullopt;
     times_[params] = m.seconds;
-    if (!m.rejected && m.seconds > 0.0) startup_ratio_ = std::max(startup_ratio_, m.block_seconds.front() / m.seconds);
+    if (!m.rejected && m.seconds > 0.0) {  // first_block_rejection's allowance for start-up outliers
+      startup_ratio_ = std::max(startup_ratio_, m.block_seconds.front() / m.seconds);
+    }
     details_[params] = {noise, slowest, m.rejected, std::move(m.block_seconds)};
     return m.seconds;
   }
@@ -117,7 +119,7 @@ class algorithm1 {
         log_("pass at stride ", stride, " from c_f ", *fastest_);
       }
       if (!descend(queue, stride)) return false;
-      if (stride <= 2 || stopped_) return true;
+      if (stride <= 2) return true;
     }
   }
 
@@ -140,48 +142,19 @@ class algorithm1 {
         queue.pop_front();                                      // line 22
         continue;
       }
-      const measured& known = details_.at(reference);
-      rejection_rule rule;  // the refined search: stop clearly slower neighbours early
-      if (params_.early_rejection > 0.0) rule.above = params_.early_rejection * known.slowest_block;
-      if (params_.paired_rejection > 0.0) {
-        rule.paired = std::max(params_.paired_rejection, 1.0 + params_.paired_noise * known.noise);
-        rule.paired_blocks = params_.paired_rejection_blocks;
-        rule.reference_blocks = known.blocks;
-      }
-      if (params_.first_block_rejection > 0.0) {
-        // One block may be a start-up outlier (section 3.6): allow for the largest one seen so far.
-        rule.first_block_above = params_.first_block_rejection * t_reference * std::max(1.0, startup_ratio_);
-      }
-      unsigned window = 0;
-      if (params_.quiet_window > 0 && known.noise <= params_.quiet_noise) window = params_.quiet_window;
-      const std::optional<double> t_neighbour =
-          process_blocks_with(*neighbour, measurement_role::neighbour, rule, window);  // lines 11-12
+      const std::optional<double> t_neighbour = process_blocks_with(
+          *neighbour, measurement_role::neighbour, rejection_for(reference), window_for(reference));  // lines 11-12
       if (!t_neighbour) return false;
+      // A neighbour stopped early as clearly slower never forks, replaces its reference or wins.
       const bool rejected = details_.at(*neighbour).rejected;
-      const bool may_fork = stride == params_.coarse_stride || params_.fine_pass_forks;
-      if (!rejected && may_fork && similar(t_reference, *t_neighbour, plateau_similarity(reference, *neighbour))) {  // line 13
+      if (!rejected && similar(t_reference, *t_neighbour, plateau_similarity(reference, *neighbour))) {  // line 13
         log_("line 14: plateau ", reference, " ~ ", *neighbour, ", fork");
         queue.push_back(*neighbour);                            // line 14: Push(Q, c_j)
-      } else if (*t_neighbour < t_reference) {                  // line 15
+      } else if (!rejected && *t_neighbour < t_reference) {     // line 15
         log_("line 16: follow gradient ", reference, " -> ", *neighbour);
         queue.front() = *neighbour;                             // line 16: ReplaceFirst(Q, c_j)
       }
-      // Patience: count measurements that did not improve c_f significantly.
-      if (params_.patience > 0) {
-        const double t_f = times_.at(*fastest_);
-        const double gain = params_.patience_gain > 0.0 ? params_.patience_gain
-                                                        : plateau_similarity(*fastest_, *neighbour);
-        if (!rejected && *t_neighbour < (1.0 - gain) * t_f) {
-          unimproved_ = 0;
-        } else if (++unimproved_ >= params_.patience) {
-          update_fastest(*neighbour);
-          log_("patience: ", unimproved_, " measurements without a significant gain; stopping");
-          queue.clear();
-          stopped_ = true;
-          return true;
-        }
-      }
-      update_fastest(*neighbour);                               // lines 18-19
+      if (!rejected) update_fastest(*neighbour);                // lines 18-19
     }
     return true;
   }
@@ -210,32 +183,8 @@ class algorithm1 {
  private:
   /// Line 9, UntestedNeighborhoodOf(c_i), popped in search_space::neighbours' order.
   std::optional<execution_params> first_untested_neighbour(const execution_params& reference, std::uint32_t stride) {
-    const bool diagonal = params_.diagonal_neighbours && (stride == params_.coarse_stride || params_.fine_diagonal);
-    for (const execution_params& candidate : space_.neighbours(reference, stride, diagonal)) {
-      if (times_.contains(candidate) || skipped_.contains(candidate) || !feasible(candidate)) continue;
-      if (params_.trend_skip > 0.0) {
-        // The point on the other side of the reference along the same line: with log t convex along
-        // it, t(candidate) >= t(reference)^2 / t(other side).
-        const auto mirror = [](std::uint32_t from, std::uint32_t to) -> std::uint64_t {
-          return to >= from ? (to / from == 0 ? 0 : from / (to / from)) : std::uint64_t{from} * (from / to);
-        };
-        const std::uint64_t g = mirror(reference.config.work_groups_per_cu, candidate.config.work_groups_per_cu);
-        const std::uint64_t w = mirror(reference.config.work_group_size, candidate.config.work_group_size);
-        if (g > 0 && w > 0 && g <= 0xFFFFFFFFu && w <= 0xFFFFFFFFu) {
-          const execution_params other{reference.strategy, {static_cast<std::uint32_t>(g), static_cast<std::uint32_t>(w)}};
-          const auto known = times_.find(other);
-          if (known != times_.end()) {
-            const double t_ref = times_.at(reference);
-            const double bound = t_ref * t_ref / known->second;
-            if (bound > params_.trend_skip * times_.at(*fastest_)) {
-              log_("trend: ", candidate, " would take at least ", format_seconds(bound), "; skipped");
-              skipped_.insert(candidate);
-              continue;
-            }
-          }
-        }
-      }
-      return candidate;
+    for (const execution_params& candidate : space_.neighbours(reference, stride, params_.diagonal_neighbours)) {
+      if (!times_.contains(candidate) && feasible(candidate)) return candidate;
     }
     return std::nullopt;
   }
@@ -262,6 +211,39 @@ class algorithm1 {
     return std::nullopt;
   }
 
+  /// When a neighbour of `reference` stops early as clearly slower (the refined search; with
+  /// paper_params no rule applies and ProcessBlocksWith runs to the end):
+  /// - early_rejection: after rejection_blocks blocks, even the fastest is slower than
+  ///   early_rejection x the reference's slowest block;
+  /// - paired_rejection: after rejection_blocks blocks, each block k is slower than
+  ///   paired_rejection x the reference's block k. Both measurements start with the same change of
+  ///   configuration, so a start-up outlier (section 3.6) meets the reference's own;
+  /// - first_block_rejection: the first block alone is slower than first_block_rejection x
+  ///   t(reference) x the largest start-up ratio (first block / t(c)) measured so far, so that
+  ///   even the largest outlier seen cannot explain it.
+  rejection_rule rejection_for(const execution_params& reference) const {
+    const measured& known = details_.at(reference);
+    rejection_rule rule;
+    if (params_.early_rejection > 0.0) rule.above = params_.early_rejection * known.slowest_block;
+    if (params_.paired_rejection > 0.0) {
+      rule.paired = params_.paired_rejection;
+      rule.paired_blocks = params_.rejection_blocks;
+      rule.reference_blocks = known.blocks;
+    }
+    if (params_.first_block_rejection > 0.0) {
+      rule.first_block_above = params_.first_block_rejection * times_.at(reference) * startup_ratio_;
+    }
+    return rule;
+  }
+
+  /// The window of ProcessBlocksWith for a neighbour of `reference`: quiet_window blocks where
+  /// the reference's own window was quiet (normalized range <= quiet_noise), else the paper's
+  /// (0 means params.initial_blocks).
+  unsigned window_for(const execution_params& reference) const {
+    if (params_.quiet_window == 0 || details_.at(reference).noise > params_.quiet_noise) return 0;
+    return params_.quiet_window;
+  }
+
   /// s for the plateau test of line 13: the paper's fixed s, or with noise_similarity the
   /// measured noise of the two windows, capped at s.
   double plateau_similarity(const execution_params& reference, const execution_params& neighbour) const {
@@ -275,7 +257,7 @@ class algorithm1 {
     double noise = 0.0;          ///< normalized range of the kept window
     double slowest_block = 0.0;  ///< the slowest block, discarded outliers included
     bool rejected = false;       ///< stopped early as clearly slower
-    std::vector<double> blocks;  ///< every block, in order
+    std::vector<double> blocks;  ///< every block, in the order they ran
   };
 
   const tuner_params& params_;
@@ -289,11 +271,8 @@ class algorithm1 {
   std::map<execution_params, double> times_;  // t(c) of every tested configuration
   std::map<execution_params, measured> details_;
   std::map<execution_params, bool> feasible_;  // the caller's verdicts
-  std::set<execution_params> skipped_;
   std::optional<execution_params> fastest_;    // c_f
-  unsigned unimproved_ = 0;
-  double startup_ratio_ = 1.0;  // the largest first block / t(c) of a full measurement so far
-  bool stopped_ = false;
+  double startup_ratio_ = 1.0;  // the largest first block / t(c) of the full measurements so far
 };
 
 }  // namespace gpuagg::detail

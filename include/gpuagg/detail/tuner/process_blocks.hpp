@@ -60,12 +60,13 @@ struct rejection_rule {
   std::optional<double> above;
   /// tuner_params::paired_rejection: the reference's blocks in the order they ran; after
   /// `paired_blocks` blocks, each block k of the neighbour is above `paired` x the reference's
-  /// block k (start-up outliers are compared with start-up outliers).
+  /// block k (start-up outliers are compared with start-up outliers). Needs the reference to have
+  /// run at least as many blocks.
   std::span<const double> reference_blocks;
   double paired = 0.0;
   unsigned paired_blocks = 0;
-  /// tuner_params::first_block_rejection: the very first block is above this (a factor times the
-  /// reference's slowest block): one block suffices.
+  /// tuner_params::first_block_rejection: the very first block is above this (a factor times
+  /// t(reference) times the largest start-up ratio seen): one block suffices.
   std::optional<double> first_block_above;
 
   bool any() const noexcept { return above || paired > 0.0 || first_block_above; }
@@ -98,7 +99,8 @@ inline bool rejects(const rejection_rule& rule, const tuner_params& params, std:
 /// Beyond the paper (tuner_params::early_rejection and the rules after it): with a `rule`, the
 /// measurement stops as soon as the rule says the configuration is clearly slower than its
 /// reference; it is then complete and `rejected`. Without one this is the paper's rule exactly.
-/// `window_blocks` (0: params.initial_blocks) is the window's length (tuner_params::quiet_window).
+/// `window_blocks` (0: params.initial_blocks) is the window's length (tuner_params::quiet_window
+/// shortens it where the reference measured quietly).
 template <class NextBlock>
 measurement process_blocks_with(const tuner_params& params, NextBlock&& next_block, const rejection_rule& rule,
                                 unsigned window_blocks = 0) {
@@ -127,16 +129,6 @@ measurement process_blocks_with(const tuner_params& params, NextBlock&& next_blo
     if (result.block_seconds.size() - window_begin == window_length &&
         normalized_range(window()) <= params.max_variation) {
       break;  // variation below the threshold
-    }
-    // Experimental: a first block that is the window's clear outlier is dropped at once when the
-    // rest agree closely.
-    if (params.outlier_pair > 0.0 && result.blocks == window_length && window_length >= 3) {
-      const auto rest = window().subspan(1);
-      if (window().front() > *std::max_element(rest.begin(), rest.end()) &&
-          normalized_range(rest) <= params.outlier_pair) {
-        ++window_begin;
-        break;
-      }
     }
   }
   // Either the window passed or b_max blocks were used; both end the measurement.

@@ -42,6 +42,9 @@ inline std::ostream& operator<<(std::ostream& os, const tuner_params& params) {
     if (params.early_rejection > 0.0) {
       out << " reject=" << params.early_rejection << "x after " << params.rejection_blocks;
     }
+    if (params.paired_rejection > 0.0) out << " paired=" << params.paired_rejection << "x";
+    if (params.first_block_rejection > 0.0) out << " first-block=" << params.first_block_rejection << "x";
+    if (params.quiet_window > 0) out << " quiet-window=" << params.quiet_window << "@" << params.quiet_noise;
     if (params.neighbour_entry_distance > 0) out << " neighbour-entry<=" << params.neighbour_entry_distance;
     out << ')';
   }

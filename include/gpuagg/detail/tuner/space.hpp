@@ -104,24 +104,6 @@ inline std::vector<execution_params> default_initial_configs(const search_space&
   return result;
 }
 
-inline execution_params initial_config(strategy_kind strategy, const search_space& space, const tuner_params& params) {
-  launch_config config = paper_initial_config(strategy);
-  if (params.keep_start_threads) {
-    const std::uint32_t largest = detail::floor_pow2(space.max_work_group_size);
-    while (config.work_group_size > largest) {
-      config.work_group_size /= 2;
-      config.work_groups_per_cu *= 2;
-    }
-  }
-  return space.clamp({strategy, config});
-}
-
-inline std::vector<execution_params> initial_configs(const search_space& space, const tuner_params& params) {
-  std::vector<execution_params> result;
-  for (strategy_kind kind : all_strategies) result.push_back(initial_config(kind, space, params));
-  return result;
-}
-
 inline int tuning_key::log2_groups(std::uint64_t expected_groups) noexcept {
   return expected_groups <= 1 ? 0 : static_cast<int>(std::bit_width(expected_groups - 1));
 }

@@ -92,7 +92,7 @@ inline tuning_report tune(const tuner_params& params, const search_space& space,
 
   const std::size_t first_initial = starts.size();
   if (initial.empty()) {
-    const std::vector<execution_params> defaults = initial_configs(space, params);
+    const std::vector<execution_params> defaults = default_initial_configs(space);
     starts.insert(starts.end(), defaults.begin(), defaults.end());
   } else {
     starts.insert(starts.end(), initial.begin(), initial.end());
