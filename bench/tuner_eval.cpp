@@ -708,26 +708,30 @@ void print_cases(const scenario_results& results) {
 /// first, each as its share of the case's full evaluation, with its recorded mean relative to
 /// the optimum; and how much of the effort went to configurations at least 1.5x and 3x slower.
 void print_breakdown(const std::vector<case_result>& results, const gpuagg::search_space& bounds) {
-  std::printf("\nwhere the default's effort goes (per case: effort, share of it in configurations >= 1.5x and >= 3x "
-              "the optimum, then the costliest measurements as blocks / %% of the full evaluation / mean vs optimum):\n");
+  std::printf("\nwhere the effort goes (per case: 1%% of a full evaluation in optimum blocks, quality, effort, the "
+              "oracle bound, configurations and blocks measured, the share of the effort in configurations <= 1.1x, "
+              ">= 1.5x and >= 3x the optimum, then the costliest measurements as blocks / %% of the full evaluation / "
+              "mean vs optimum, r: rejected early):\n");
   for (const case_result& r : results) {
     std::vector<std::pair<double, const gpuagg::tried_configuration*>> spent;
-    double slow15 = 0.0, slow3 = 0.0;
+    double near = 0.0, slow15 = 0.0, slow3 = 0.0;
     for (const auto& tried : r.report.tried) {
       double seconds = 0.0;
       for (double b : tried.block_seconds) seconds += b;
       spent.push_back({seconds, &tried});
       const double ratio = gpuagg::detail::mean_of(r.space->blocks.at(tried.params)) / r.full.optimum_seconds;
+      if (ratio <= 1.1) near += seconds;
       if (ratio >= 1.5) slow15 += seconds;
       if (ratio >= 3.0) slow3 += seconds;
     }
     std::sort(spent.begin(), spent.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
     const double total = r.report.exploration_seconds > 0.0 ? r.report.exploration_seconds : 1.0;
-    std::printf("%-15s %3d %c 1%%=%5.1f quality %6.4f effort %7.4f (oracle %6.4f)  tried %3zu  >=1.5x %3.0f%%  >=3x %3.0f%% |",
+    std::printf("%-15s %3d %c 1%%=%5.1f quality %6.4f effort %7.4f (oracle %6.4f) tried %3zu blocks %3zu "
+                "<=1.1x %3.0f%% >=1.5x %3.0f%% >=3x %3.0f%% |",
                 r.space->label().c_str(), r.space->groups_log2, r.space->half,
                 0.01 * r.full.seconds / r.full.optimum_seconds, r.quality, r.effort,
-                oracle_effort(*r.space, bounds, r.full, oracle_rule{}),
-                r.report.tried.size(), 100.0 * slow15 / total, 100.0 * slow3 / total);
+                oracle_effort(*r.space, bounds, r.full, oracle_rule{}), r.report.tried.size(),
+                r.report.exploration_blocks, 100.0 * near / total, 100.0 * slow15 / total, 100.0 * slow3 / total);
     for (std::size_t i = 0; i < std::min<std::size_t>(5, spent.size()); ++i) {
       const auto& tried = *spent[i].second;
       std::printf(" %ux%u %u/%.2f%%/%.2fx%s", tried.params.config.work_groups_per_cu, tried.params.config.work_group_size,
