@@ -519,8 +519,10 @@ class aggregation_driver {
   }
 
  public:
-  /// The automatic choice interleaves tables larger than this (bench/NOTES.md, attempt 12).
-  static constexpr std::uint64_t interleave_min_buckets = std::uint64_t{1} << 20;
+  /// The automatic choice interleaves tables of more buckets than this: on the H100 (50 MB of
+  /// L2) interleaving lost up to 2^22 buckets (a key read no longer hits L1 once atomics on
+  /// its record's line invalidate it there) and won from 2^24 (bench/NOTES.md, attempt 12).
+  static constexpr std::uint64_t interleave_min_buckets = std::uint64_t{1} << 23;
   /// Whether this query's global table is interleaved.
   bool interleaved_table() const noexcept { return interleaved_; }
 

@@ -71,7 +71,7 @@ struct options {
   std::uint32_t partitions = 1;
   /// Keep a bucket's key and accumulators in one record of the global table (one memory sector
   /// per probe and update instead of two), or in arrays of their own. Default: interleaved for
-  /// hash tables of more than 2^20 buckets whose accumulators share one size (bench/NOTES.md).
+  /// hash tables of more than 2^23 buckets whose accumulators share one size (bench/NOTES.md).
   std::optional<bool> interleaved_table;
   /// Required by direct_addressing: the key domain.
   std::optional<key_domain> domain;
