@@ -50,7 +50,7 @@ struct settings {
   double block_mib = 0;  // 0: the library's default (16 MiB host input, 64 MiB device input)
   unsigned copy_threads = 0;
   std::uint32_t local_copies = 0;
-  std::uint32_t partitions = 1;
+  std::uint32_t partitions = 0;
   int interleaved = -1;  // options::interleaved_table: -1 automatic, 0 arrays, 1 interleaved
   unsigned reps = 3;
   unsigned query_reps = 5;
@@ -759,7 +759,7 @@ int main(int argc, char** argv) {
   app.add_option("--local-copies", s.local_copies,
                  "copies of WORKGROUPLOCAL's local table (options::local_table_copies; 0: automatic)");
   app.add_option("--partitions", s.partitions,
-                 "PARTITION's runs per block (options::partitions; 1: none)");
+                 "PARTITION's runs per block (options::partitions; 0: automatic, 1: none)");
   app.add_option("--interleaved", s.interleaved,
                  "hash tables' layout (options::interleaved_table): -1 automatic, 0 arrays, 1 interleaved");
   app.add_option("--reps", s.reps, "measured repetitions per configuration (after one warm-up)");

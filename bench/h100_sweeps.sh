@@ -221,6 +221,16 @@ if [[ $stage == 13 ]]; then
   join_csv $OUT/interleaved_13.csv $tmp/il_*.csv
   exit
 fi
+if [[ $stage == 14 ]]; then
+  # PARTITION with the chunk-sorted SCATTER: none against 8 to 1024 runs, 2^20 to 2^28 groups.
+  log=$OUT/stage14.log; deadline=$((SECONDS + ${2:-300}))
+  for parts in 1 8 32 128 512 1024; do
+    step 60 part_$parts $bench --rows-log2 27 --groups-log2 20:28 --strategies shared,direct --configs 4x256,16x256 \
+      --probe-blocks 4 --reps 1 --query-reps 3 --partitions $parts --csv $tmp/part_$parts.csv
+  done
+  join_csv $OUT/partition_14.csv $tmp/part_*.csv
+  exit
+fi
 if [[ $stage == 4 ]]; then
   # Gaps of stages 2 and 3 (cut by time limits), and value types other than uint32.
   log=$OUT/stage4.log; deadline=$((SECONDS + ${2:-420}))

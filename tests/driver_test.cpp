@@ -503,14 +503,22 @@ TEST_CASE("PARTITION: rows ordered into runs by table region give exact results 
     outside[20'000] = hi + 1;
     CHECK_THROWS_AS(group_by(outside, vals, direct, opts), key_out_of_domain_error);
   }
-  // Off by default.
+  // Automatic: off for tables that fit the L2 (here a few KiB), on for a table of 128 MiB (a
+  // hint of 2^21 groups: 2^22 buckets of 32 bytes) and a block of at least 2^16 rows.
   CHECK(group_by(keys, vals, sum_count_min).stats.partition_seconds == 0);
+  const auto wide = make_input(70'001, 30'000, distribution::uniform, rng);
+  options large;
+  large.expected_groups = std::uint64_t{1} << 21;
+  large.strategy = strategy_kind::shared;
+  const auto r = group_by(wide.keys, wide.vals, sum_count_min, large);
+  check_equal(r, reference(wide));
+  CHECK(r.stats.partition_seconds > 0);
 }
 
-TEST_CASE("partitions must be a power of two up to 1024") {
+TEST_CASE("partitions must be 0, 1 or a power of two up to 1024") {
   const std::vector<std::uint64_t> keys{1, 2, 3};
   const std::vector<std::int64_t> vals{1, 2, 3};
-  for (const std::uint32_t parts : {0u, 3u, 2048u}) {
+  for (const std::uint32_t parts : {3u, 2048u}) {
     options opts;
     opts.partitions = parts;
     CHECK_THROWS_AS(group_by(keys, vals, sum_count_min, opts), invalid_argument_error);

@@ -442,9 +442,8 @@ class aggregation_driver {
       throw invalid_argument_error("max_load_factor must lie in (0, 0.9]");
     }
     if (opts_.block_bytes && *opts_.block_bytes == 0) throw invalid_argument_error("block_bytes must be positive");
-    if (opts_.partitions == 0 || (opts_.partitions & (opts_.partitions - 1)) != 0 ||
-        opts_.partitions > detail::max_partitions) {
-      throw invalid_argument_error("partitions must be 1 (none) or a power of two up to " +
+    if ((opts_.partitions & (opts_.partitions - 1)) != 0 || opts_.partitions > detail::max_partitions) {
+      throw invalid_argument_error("partitions must be 0 (automatic), 1 (none) or a power of two up to " +
                                    std::to_string(detail::max_partitions));
     }
     if ((opts_.local_table_copies & (opts_.local_table_copies - 1)) != 0) {
@@ -830,7 +829,7 @@ class aggregation_driver {
       detail::check(ctx_.transfer_queue().flush(), "starting the input copy");
     }
 
-    if (const auto parts = partitions(); parts > 1) {
+    if (const auto parts = partitions(count); parts > 1) {
       partition(inputs, row_begin, row_end, parts, ready, pending.partition);
       row_begin = 0;
       row_end = count;
@@ -888,9 +887,19 @@ class aggregation_driver {
     return pending;
   }
 
-  /// PARTITION's runs for a block (1: none): options' `partitions`, at most one per bucket.
-  std::uint32_t partitions() const {
-    return static_cast<std::uint32_t>(std::min<std::uint64_t>(opts_.partitions, table_.capacity));
+  /// PARTITION's runs for a block of `rows` rows (1: none): options' `partitions`, else the
+  /// rule measured on the H100 (options.hpp), for blocks of at least 2^16 rows; at most one run
+  /// per bucket.
+  std::uint32_t partitions(std::uint64_t rows) const {
+    std::uint64_t parts = opts_.partitions;
+    if (parts == 0) {
+      const std::uint64_t bytes = table_bytes(table_);
+      parts = rows < (std::uint64_t{1} << 16) || bytes <= (std::uint64_t{40} << 20) ? 1
+              : bytes <= (std::uint64_t{128} << 20)                                  ? 8
+              : bytes <= (std::uint64_t{3} << 30)                                    ? 32
+                                                                                     : 1;
+    }
+    return static_cast<std::uint32_t>(std::min<std::uint64_t>(parts, table_.capacity));
   }
 
   /// Orders rows [row_begin, row_end) of `inputs` into `parts` runs by their home bucket's

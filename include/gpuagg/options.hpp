@@ -63,12 +63,12 @@ struct options {
   /// Combine each work item's runs of one key in private variables before the table (SHARED,
   /// WORKGROUPLOCAL). Default: when the key sample shows one dominant key.
   std::optional<bool> run_cache;
-  /// Runs per input block for PARTITION (kernels.inc): a power of two up to 1024. Above 1, each
-  /// block's rows are first ordered into that many runs by the region of the table their home
-  /// bucket lies in, so the rows that update one region arrive together. Off (1) by default: on
-  /// the H100 its passes cost more than they save except for 8 to 32 runs at 2^21 to 2^24
-  /// groups (bench/NOTES.md, attempt 10).
-  std::uint32_t partitions = 1;
+  /// Runs per input block for PARTITION (kernels.inc): 1 turns it off, a power of two up to
+  /// 1024 orders each block's rows into that many runs by the region of the table their home
+  /// bucket lies in, so that the rows that update one region arrive together. Default (0),
+  /// measured on the H100 (bench/NOTES.md, attempt 13): 8 runs for tables of 40 to 128 MiB, 32
+  /// up to 3 GiB, none for smaller tables (they stay in the L2) or larger ones.
+  std::uint32_t partitions = 0;
   /// Keep a bucket's key and accumulators in one record of the global table (one memory sector
   /// per probe and update instead of two), or in arrays of their own. Default: interleaved for
   /// hash tables of more than 2^23 buckets whose accumulators share one size (bench/NOTES.md).
