@@ -154,21 +154,22 @@ if [[ $stage == 9 ]]; then
   fi
   exit
 fi
-if [[ $stage == 10 ]]; then
-  # The run cache (a work item combines a run of one key in private variables before the table):
-  # uniform at every power of two up to 2^24, zipf and heavy hitter, against stage 9's figures.
-  log=$OUT/stage10.log; deadline=$((SECONDS + ${2:-400}))
+if [[ $stage == 10 || $stage == 15 ]]; then
+  # Every target in one lease: uniform at every power of two, zipf, heavy hitter and sorted runs.
+  # Stage 10 measured the run cache; stage 15 the same after the bitmap, interleaved and
+  # partitioned tables (NOTES attempts 11 to 13).
+  log=$OUT/stage$stage.log; deadline=$((SECONDS + ${2:-400}))
   step 30 peers python3 .device/peers.py --rows-log2 27 --reps 3 --groups-log2 $(seq -s, 0 28)
-  peers_csv $OUT/peers_gpu_10.csv
-  step 150 uniform $bench --rows-log2 27 --groups-log2 0:28 --strategies workgroup_local,shared,direct,sort_reduce \
+  peers_csv $OUT/peers_gpu_$stage.csv
+  step 170 uniform $bench --rows-log2 27 --groups-log2 0:28 --strategies workgroup_local,shared,direct,sort_reduce \
     --configs 4x256,16x256,4x512,16x512,1x1024 --probe-blocks 4 --reps 1 --query-reps 3 \
-    --peers $OUT/peers_gpu_10.csv --csv $OUT/targets_10.csv
+    --peers $OUT/peers_gpu_$stage.csv --csv $OUT/targets_$stage.csv
   for dist in zipf heavy sorted; do
     step 40 $dist $bench --rows-log2 27 --groups-log2 4,10,16,20,24 --distribution $dist \
       --strategies default,workgroup_local,shared,direct --lenient --configs 4x256,16x256,4x512 --probe-blocks 4 \
       --reps 1 --query-reps 3 --csv $tmp/skew_$dist.csv
   done
-  join_csv $OUT/skew_10.csv $tmp/skew_*.csv
+  join_csv $OUT/skew_$stage.csv $tmp/skew_*.csv
   exit
 fi
 if [[ $stage == 11 ]]; then
