@@ -893,7 +893,10 @@ class aggregation_driver {
   std::uint32_t partitions(std::uint64_t rows) const {
     std::uint64_t parts = opts_.partitions;
     if (parts == 0) {
-      const std::uint64_t bytes = table_bytes(table_);
+      // The bytes the rows touch: direct addressing's keys are a bitmap (a bit per bucket).
+      const std::uint64_t bytes =
+          identity_scheme ? (table_.capacity + 1) * (Bound::bucket_bytes - sizeof(bits_type)) + table_.capacity / 8
+                          : table_bytes(table_);
       parts = rows < (std::uint64_t{1} << 16) || bytes <= (std::uint64_t{40} << 20) ? 1
               : bytes <= (std::uint64_t{128} << 20)                                  ? 8
               : bytes <= (std::uint64_t{3} << 30)                                    ? 32
