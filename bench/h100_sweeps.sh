@@ -232,6 +232,23 @@ if [[ $stage == 14 ]]; then
   join_csv $OUT/partition_14.csv $tmp/part_*.csv
   exit
 fi
+if [[ $stage == 17 ]]; then
+  # WORKGROUPLOCAL's 64-bit local adds from two 32-bit atomics: up to 2^11 groups, uniform, and
+  # the skewed inputs at 2^10, against stage 15.
+  log=$OUT/stage17.log; deadline=$((SECONDS + ${2:-300}))
+  step 20 peers python3 .device/peers.py --rows-log2 27 --reps 3 --groups-log2 $(seq -s, 0 11)
+  peers_csv $OUT/peers_gpu_17.csv
+  step 90 uniform $bench --rows-log2 27 --groups-log2 0:11 --strategies workgroup_local,direct \
+    --configs 4x256,16x256,4x512,16x512,1x1024 --probe-blocks 4 --reps 1 --query-reps 3 \
+    --peers $OUT/peers_gpu_17.csv --csv $OUT/targets_17.csv
+  for dist in zipf heavy; do
+    step 40 $dist $bench --rows-log2 27 --groups-log2 4,10 --distribution $dist \
+      --strategies default,workgroup_local,direct --lenient --configs 4x256,16x256,4x512 --probe-blocks 4 \
+      --reps 1 --query-reps 3 --csv $tmp/skew_$dist.csv
+  done
+  join_csv $OUT/skew_17.csv $tmp/skew_*.csv
+  exit
+fi
 if [[ $stage == 4 ]]; then
   # Gaps of stages 2 and 3 (cut by time limits), and value types other than uint32.
   log=$OUT/stage4.log; deadline=$((SECONDS + ${2:-420}))
