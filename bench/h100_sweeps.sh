@@ -249,6 +249,15 @@ if [[ $stage == 17 ]]; then
   join_csv $OUT/skew_17.csv $tmp/skew_*.csv
   exit
 fi
+if [[ $stage == 18 ]]; then
+  # The live tuner with the refined search's cheaper measurements (paired and first-block
+  # rejection, the quiet window) against exhaustive search in the same run, as stage 9.
+  log=$OUT/stage18.log; deadline=$((SECONDS + ${2:-200}))
+  step 170 tuned $bench --rows-log2 27 --groups-log2 0,4,8,12,16,20 --block-mib 4 \
+    --strategies shared,independent,workgroup_local,tuned --configs all --probe-blocks 8 --reps 1 --no-pipelined \
+    --tuned-reps 3 --tuned-csv $OUT/tuned_live_18.csv
+  exit
+fi
 if [[ $stage == 4 ]]; then
   # Gaps of stages 2 and 3 (cut by time limits), and value types other than uint32.
   log=$OUT/stage4.log; deadline=$((SECONDS + ${2:-420}))
