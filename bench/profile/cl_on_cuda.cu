@@ -175,7 +175,8 @@ layout plan_layout(const run_spec& run, std::uint64_t device_memory, std::uint64
   return l;
 }
 
-// ---- the input, as gpuagg_bench's make_dataset draws it (uniform) ----
+// ---- the input, as gpuagg_bench's make_dataset draws it (uniform, zipf with s = 1.1 by the
+// inverted continuous CDF, or 90% one heavy hitter: --distribution) ----
 struct dataset {
   std::vector<std::uint32_t> keys;
   std::vector<std::uint32_t> values;
@@ -184,16 +185,28 @@ struct dataset {
   std::uint64_t distinct = 0;
 };
 
+std::string input_distribution = "uniform";
+
 dataset make_dataset(std::size_t rows, unsigned groups_log2, std::uint64_t seed) {
   dataset d;
   d.keys.resize(rows);
   d.values.resize(rows);
   const std::uint64_t groups = std::uint64_t{1} << groups_log2;
   const std::uint64_t mask = groups - 1;
+  const double zipf_s = 1.1;
+  const double zipf_top = std::pow(double(groups) + 1.0, 1.0 - zipf_s) - 1.0;
   std::mt19937_64 rng(seed);
   for (std::size_t i = 0; i < rows; ++i) {
     const std::uint64_t r = rng();
-    d.keys[i] = static_cast<std::uint32_t>((r >> 8) & mask);
+    std::uint64_t g = (r >> 8) & mask;
+    if (input_distribution == "zipf") {
+      const double u = double(r >> 11) * 0x1.0p-53;
+      const double rank = std::pow(u * zipf_top + 1.0, 1.0 / (1.0 - zipf_s)) - 1.0;
+      g = std::min<std::uint64_t>(static_cast<std::uint64_t>(rank), groups - 1);
+    } else if (input_distribution == "heavy" && (r & 0xff) < 230) {  // 90%
+      g = 0;
+    }
+    d.keys[i] = static_cast<std::uint32_t>(g);
     d.values[i] = static_cast<std::uint32_t>((r >> 40) % 100);
   }
   // The CPU reference: every thread sums the rows of its own key range.
@@ -547,7 +560,7 @@ std::vector<run_spec> read_plan(const std::string& path) {
 
 int usage() {
   std::cerr << "usage: cl_on_cuda --cubin-dir DIR [--plan FILE | --strategy shared|workgroup_local --scheme hash|direct\n"
-               "                  --groups-log2 N[,N...] --wgs-per-cu W --wg-size S --run-cache 0|1]\n"
+               "                  --groups-log2 N[,N...] --wgs-per-cu W --wg-size S --run-cache 0|1 --distribution uniform|zipf|heavy]\n"
                "                  [--rows-log2 27] [--reps 5] [--seed 42] [--block-rows N] [--profile] [--csv FILE]\n";
   return 2;
 }
@@ -585,6 +598,7 @@ int main(int argc, char** argv) {
     else if (arg == "--seed") seed = std::stoull(value());
     else if (arg == "--profile") profile = true;
     else if (arg == "--block-rows") block_rows = std::stoull(value());
+    else if (arg == "--distribution") input_distribution = value();
     else return usage();
   }
   if (cubin_dir.empty()) return usage();
