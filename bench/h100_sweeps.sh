@@ -258,6 +258,18 @@ if [[ $stage == 18 ]]; then
     --tuned-reps 3 --tuned-csv $OUT/tuned_live_18.csv
   exit
 fi
+if [[ $stage == 19 ]]; then
+  # The run cache's hot-key register: zipf, heavy hitter and uniform at the skew target's group
+  # counts (target 3 compares each with half the uniform figure).
+  log=$OUT/stage19.log; deadline=$((SECONDS + ${2:-300}))
+  for dist in uniform zipf heavy; do
+    step 80 $dist $bench --rows-log2 27 --groups-log2 4,10,16,20,24 --distribution $dist \
+      --strategies default,workgroup_local,shared,direct --lenient --configs 4x256,16x256,4x512 --probe-blocks 4 \
+      --reps 1 --query-reps 3 --csv $tmp/skew_$dist.csv
+  done
+  join_csv $OUT/skew_19.csv $tmp/skew_*.csv
+  exit
+fi
 if [[ $stage == 4 ]]; then
   # Gaps of stages 2 and 3 (cut by time limits), and value types other than uint32.
   log=$OUT/stage4.log; deadline=$((SECONDS + ${2:-420}))

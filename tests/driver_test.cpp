@@ -568,3 +568,27 @@ TEST_CASE("the interleaved global table (key and accumulators in one record): ex
   opts.interleaved_table = true;
   CHECK_THROWS_AS(group_by(keys, vals, select<direct_addressing>(sum(col<0>)), opts), invalid_argument_error);
 }
+
+TEST_CASE("the run cache's hot-key register: the sample's hottest key, the empty marker's key among them, exact") {
+  std::mt19937_64 rng(fresh_seed());
+  const std::uint64_t marker = ~std::uint64_t{0};
+  for (const std::uint64_t hot : {marker, std::uint64_t{0}, std::uint64_t{12345}}) {
+    for (const auto strategy : {strategy_kind::shared, strategy_kind::workgroup_local}) {
+      CAPTURE(hot);
+      CAPTURE(static_cast<int>(strategy));
+      input in;
+      in.keys.resize(40'003);
+      for (auto& k : in.keys) k = rng() % 10 < 9 ? hot : rng() % 500;  // 90% one key
+      in.vals = random_values<std::int64_t>(in.keys.size(), rng);
+      options opts;
+      opts.strategy = strategy;
+      opts.run_cache = true;  // WORKGROUPLOCAL's replicated tables would otherwise take the hot key
+      opts.block_bytes = 8192 * sizeof(std::uint64_t);
+      auto driver = make_driver(std::span<const std::uint64_t>(in.keys), std::span<const std::int64_t>(in.vals),
+                                sum_count_min, opts);
+      CHECK(driver->hot_key_share() > 0.8);
+      driver->run_remaining(execution_params{strategy, launch_config{2, 64}});
+      check_equal(driver->finalize_to_host<std::int64_t, std::uint64_t, std::int64_t>(), reference(in));
+    }
+  }
+}

@@ -359,6 +359,10 @@ outcome run_one(const program& prog, const run_spec& run, const layout& l, const
   values.set("s_acc0", t.s_acc);
   values.set("spill_capacity", static_cast<std::uint32_t>(l.spill_capacity));
   values.set("plain_key_reads", l.plain_key_reads);
+  // The run-cache build's hot-key register (kernels.inc): key 0, the heavy hitter of
+  // --distribution heavy and zipf's top key, used when the driver's sample would find it hot.
+  values.set("hot_key", std::uint32_t{0});
+  values.set("have_hot", std::uint32_t{input_distribution == "uniform" ? 0u : 1u});
   values.set("gpuagg_local_bytes_l_keys", static_cast<std::size_t>(l.local_key_bytes));
   values.set("gpuagg_local_bytes_l_acc0", static_cast<std::size_t>(l.local_acc_bytes));
   values.set("local_bits", l.local_bits);

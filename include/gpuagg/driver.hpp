@@ -65,10 +65,11 @@ inline void wait_for(const cl::Event& event, const char* what) {
 
 /// What a sample of keys says: the number of groups (the GEE estimator of Charikar et al.:
 /// sqrt(N/n) * f1 + sum_{j>=2} f_j, bounded by [distinct in sample, rows]) and the share of the
-/// sample its most frequent key holds. One frequency count serves both.
+/// sample its most frequent key holds, and that key. One frequency count serves both.
 struct sample_profile {
   std::uint64_t estimated_groups = 1;
   double hottest_key_share = 0;
+  std::uint64_t hottest_key = 0;  ///< the key's bits
 };
 
 template <class Bits>
@@ -83,6 +84,7 @@ sample_profile profile_sample(const std::vector<Bits>& sample, std::uint64_t row
   std::vector<Bits> keys(size);
   std::vector<std::uint32_t> counts(size, 0);
   std::uint32_t top = 0;
+  Bits hottest = 0;
   std::size_t distinct = 0;
   for (const auto key : sample) {
     std::size_t at = static_cast<std::size_t>((std::uint64_t(key) * 0x9E3779B97F4A7C15ULL) >> 32) & mask;
@@ -91,10 +93,14 @@ sample_profile profile_sample(const std::vector<Bits>& sample, std::uint64_t row
       keys[at] = key;
       ++distinct;
     }
-    top = std::max(top, ++counts[at]);
+    if (++counts[at] > top) {
+      top = counts[at];
+      hottest = key;
+    }
   }
   sample_profile profile;
   profile.hottest_key_share = double(top) / double(sample.size());
+  profile.hottest_key = static_cast<std::uint64_t>(hottest);
   if (sample.size() >= rows) {
     profile.estimated_groups = distinct;
     return profile;
@@ -469,6 +475,7 @@ class aggregation_driver {
     detail::sample_profile profile;
     if (estimate || !opts_.strategy) profile = detail::profile_sample(sample_keys(), rows_);
     hot_key_share_ = profile.hottest_key_share;
+    hot_key_ = static_cast<bits_type>(profile.hottest_key);
     if constexpr (identity_scheme) {
       expected_groups_ = opts_.domain->size;
     } else if (opts_.expected_groups) {
@@ -856,6 +863,12 @@ class aggregation_driver {
     const std::uint64_t key_bytes =
         (table_.capacity + 1) * (table_.interleaved ? Bound::interleaved_bucket_bytes : sizeof(bits_type));
     set_arg(kernel, arg, cl_uint(key_bytes <= plain_key_reads_max_bytes ? 1 : 0));
+    if (run_cache) {
+      // The run-cache build's hot-key register (kernels.inc): the sample's most frequent key,
+      // when the sample was taken (without one, the register stays unused).
+      set_arg(kernel, arg, hot_key_);
+      set_arg(kernel, arg, cl_uint(hot_key_share_ > 0 ? 1 : 0));
+    }
     const auto& config = params.config;
     if (params.strategy == strategy_kind::workgroup_local) {
       const auto buckets = local_capacity();
@@ -1086,6 +1099,7 @@ class aggregation_driver {
   std::uint64_t expected_groups_ = 1;
   std::uint64_t known_groups_ = 0;
   double hot_key_share_ = 0;
+  bits_type hot_key_ = 0;  // the sample's most frequent key (the run cache's hot-key register)
   std::uint64_t spill_capacity_ = 0;
   std::uint64_t live_bytes_ = 0;
   unsigned generation_ = 0;
