@@ -140,3 +140,95 @@ TEST_CASE_TEMPLATE("hash functions: the host version matches the OpenCL one, and
   check_hash_agrees<Bits, multiply_shift>();
   check_hash_agrees<Bits, murmur3_finalizer>();
 }
+
+TEST_CASE("PARTITION's kernels order a block's rows into runs by table region, losing and duplicating none") {
+  // COUNT, SCAN (twice) and SCATTER as the driver enqueues them (driver.hpp: partition), on a
+  // row range that starts past 0 and tiles that do not divide it; each value names its row.
+  using bound = bound_query<single_key<std::uint32_t>, decltype(select(sum(col<0>))), std::uint32_t>;
+  auto& c = ctx();
+  const cl::Program program = c.program(program_source<bound, shared_strategy>.view());
+  cl::Kernel count = c.kernel(program, "gpuagg_partition_count");
+  cl::Kernel scan = c.kernel(program, "gpuagg_partition_scan");
+  cl::Kernel scatter = c.kernel(program, "gpuagg_partition_scatter");
+  std::mt19937_64 rng(fresh_seed());
+  const std::size_t first = 77, rows = 100'003, total = first + rows;
+  std::vector<std::uint32_t> keys(total), vals(total);
+  for (std::size_t i = 0; i < total; ++i) {
+    keys[i] = i % 5 == 0 ? static_cast<std::uint32_t>(rng() % 7) : static_cast<std::uint32_t>(rng());
+    vals[i] = static_cast<std::uint32_t>(i);
+  }
+  keys[first] = 0xffffffffu;  // the empty marker's key is an ordinary row here
+  keys[first + 1] = 0;
+  const unsigned bits = 16;
+  const std::uint32_t capacity = 1u << bits;
+  for (const std::uint32_t parts : {1u, 64u, 1024u}) {
+    CAPTURE(parts);
+    const std::uint32_t region = capacity / parts;
+    const std::size_t local = 64, tiles = 37;
+    const std::uint64_t tile_rows = (rows + tiles - 1) / tiles;
+    const auto buffer = [&](std::vector<std::uint32_t>* data, std::size_t n) {
+      return data ? cl::Buffer(c.cl_context(), CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, n * 4, data->data())
+                  : cl::Buffer(c.cl_context(), CL_MEM_READ_WRITE, std::max<std::size_t>(n, 1) * 4);
+    };
+    cl::Buffer key_in = buffer(&keys, total), val_in = buffer(&vals, total);
+    cl::Buffer counts = buffer(nullptr, parts * tiles), bases = buffer(nullptr, parts), sum = buffer(nullptr, 1);
+    cl::Buffer key_out = buffer(nullptr, rows), val_out = buffer(nullptr, rows);
+    const auto params = [&](cl::Kernel& k, cl_uint at) {
+      k.setArg(at++, cl_ulong(first));
+      k.setArg(at++, cl_ulong(total));
+      k.setArg(at++, cl_ulong(tile_rows));
+      k.setArg(at++, cl_uint(bits));
+      k.setArg(at++, cl_uint(capacity));
+      k.setArg(at++, cl_uint(0));
+      k.setArg(at++, cl_uint(region));
+      k.setArg(at++, cl_uint(parts));
+      return at;
+    };
+    auto& queue = c.compute_queue();
+    count.setArg(0, key_in);
+    count.setArg(params(count, 1), counts);
+    REQUIRE(queue.enqueueNDRangeKernel(count, cl::NullRange, cl::NDRange(tiles * local), cl::NDRange(local)) ==
+            CL_SUCCESS);
+    scan.setArg(0, counts);
+    scan.setArg(1, cl_uint(tiles));
+    scan.setArg(2, bases);
+    scan.setArg(3, cl::Local(local * 4));
+    REQUIRE(queue.enqueueNDRangeKernel(scan, cl::NullRange, cl::NDRange(parts * local), cl::NDRange(local)) ==
+            CL_SUCCESS);
+    scan.setArg(0, bases);
+    scan.setArg(1, cl_uint(parts));
+    scan.setArg(2, sum);
+    REQUIRE(queue.enqueueNDRangeKernel(scan, cl::NullRange, cl::NDRange(local), cl::NDRange(local)) == CL_SUCCESS);
+    scatter.setArg(0, key_in);
+    scatter.setArg(1, val_in);
+    cl_uint at = params(scatter, 2);
+    scatter.setArg(at++, counts);
+    scatter.setArg(at++, bases);
+    scatter.setArg(at++, key_out);
+    scatter.setArg(at++, val_out);
+    REQUIRE(queue.enqueueNDRangeKernel(scatter, cl::NullRange, cl::NDRange(tiles * local), cl::NDRange(local)) ==
+            CL_SUCCESS);
+    std::vector<std::uint32_t> got_keys(rows), got_vals(rows), grand(1);
+    queue.enqueueReadBuffer(key_out, CL_TRUE, 0, rows * 4, got_keys.data());
+    queue.enqueueReadBuffer(val_out, CL_TRUE, 0, rows * 4, got_vals.data());
+    queue.enqueueReadBuffer(sum, CL_TRUE, 0, 4, grand.data());
+    CHECK(grand[0] == rows);
+    std::vector<std::uint8_t> seen(total, 0);
+    std::size_t wrong = 0, repeated = 0, out_of_order = 0;
+    std::uint32_t previous_run = 0;
+    for (std::size_t i = 0; i < rows; ++i) {
+      const std::uint32_t row = got_vals[i];
+      if (row < first || row >= total || got_keys[i] != keys[row]) {
+        ++wrong;
+        continue;
+      }
+      repeated += seen[row]++;
+      const std::uint32_t run = std::min(multiply_shift::home(got_keys[i], bits) / region, parts - 1);
+      out_of_order += run < previous_run;
+      previous_run = run;
+    }
+    CHECK(wrong == 0);
+    CHECK(repeated == 0);
+    CHECK(out_of_order == 0);
+  }
+}
