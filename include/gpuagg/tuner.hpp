@@ -139,15 +139,11 @@ inline constexpr tuner_params paper_params{.diagonal_neighbours = false,
                                            .first_block_rejection = 0.0,
                                            .quiet_window = 0};
 /// Table 1, first row: Algorithm 1 ignoring performance plateaus (s = 0).
-inline constexpr tuner_params strict_gradient_params{.similarity = 0.0,
-                                                     .diagonal_neighbours = false,
-                                                     .coarse_stride = 2,
-                                                     .noise_similarity = 0.0,
-                                                     .early_rejection = 0.0,
-                                                     .neighbour_entry_distance = 0,
-                                                     .paired_rejection = 0.0,
-                                                     .first_block_rejection = 0.0,
-                                                     .quiet_window = 0};
+inline constexpr tuner_params strict_gradient_params = [] {
+  tuner_params p = paper_params;
+  p.similarity = 0.0;
+  return p;
+}();
 /// Table 1, second row: the same as `paper_params`.
 inline constexpr tuner_params plateau_params = paper_params;
 /// The refined search (the defaults).
