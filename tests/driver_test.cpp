@@ -339,14 +339,6 @@ TEST_CASE("WORKGROUPLOCAL's replicated local tables: exact for every copy count,
   CHECK(small->local_table_copies(launch_config{1, 1}) == 1);
 }
 
-TEST_CASE("local_table_copies must be a power of two") {
-  const std::vector<std::uint64_t> keys{1, 2, 3};
-  const std::vector<std::int64_t> vals{1, 2, 3};
-  options opts;
-  opts.local_table_copies = 3;
-  CHECK_THROWS_AS(group_by(keys, vals, sum_count_min, opts), invalid_argument_error);
-}
-
 TEST_CASE("host input: pinned_array is copied without staging, large pageable blocks with several threads") {
   std::mt19937_64 rng(fresh_seed());
   const auto in = make_input(600'000, 5'000, distribution::uniform, rng);
@@ -513,16 +505,6 @@ TEST_CASE("PARTITION: rows ordered into runs by table region give exact results 
   const auto r = group_by(wide.keys, wide.vals, sum_count_min, large);
   check_equal(r, reference(wide));
   CHECK(r.stats.partition_seconds > 0);
-}
-
-TEST_CASE("partitions must be 0, 1 or a power of two up to 1024") {
-  const std::vector<std::uint64_t> keys{1, 2, 3};
-  const std::vector<std::int64_t> vals{1, 2, 3};
-  for (const std::uint32_t parts : {3u, 2048u}) {
-    options opts;
-    opts.partitions = parts;
-    CHECK_THROWS_AS(group_by(keys, vals, sum_count_min, opts), invalid_argument_error);
-  }
 }
 
 TEST_CASE("the interleaved global table (key and accumulators in one record): exact, with growth and spills") {

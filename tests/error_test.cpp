@@ -112,6 +112,14 @@ TEST_CASE("unusable options and configurations are invalid_argument_error") {
   CHECK_THROWS_AS(group_by(keys, vals, sum_query, opts), invalid_argument_error);
   opts.config = launch_config{0, 64};
   CHECK_THROWS_AS(group_by(keys, vals, sum_query, opts), invalid_argument_error);
+  opts = {};
+  opts.local_table_copies = 3;  // 0 (automatic) or a power of two
+  CHECK_THROWS_AS(group_by(keys, vals, sum_query, opts), invalid_argument_error);
+  for (const std::uint32_t parts : {3u, 2048u}) {  // 0 (automatic), 1 or a power of two up to 1024
+    opts = {};
+    opts.partitions = parts;
+    CHECK_THROWS_AS(group_by(keys, vals, sum_query, opts), invalid_argument_error);
+  }
 }
 
 TEST_CASE("host and device columns cannot be mixed in one query") {
