@@ -34,6 +34,8 @@
 #include <gpuagg/baselines.hpp>
 #include <gpuagg/groupby.hpp>
 
+#include "row_draw.hpp"
+
 namespace {
 
 using namespace gpuagg;
@@ -177,23 +179,11 @@ dataset<Key, Value> make_dataset(context& ctx, std::size_t rows, std::uint64_t g
   d.keys.resize(rows);
   d.vals.resize(rows);
   std::mt19937_64 rng(seed);
-  // Zipf (s = 1.1) by inverting the continuous approximation of its CDF, H(x) ~ (x^(1-s) - 1)/(1-s):
-  // O(1) per row, so 2^27 rows take a second, not minutes of binary searches.
-  const double zipf_s = 1.1;
-  const double zipf_top = std::pow(double(groups) + 1.0, 1.0 - zipf_s) - 1.0;
-  const std::uint64_t mask = groups - 1;  // groups is a power of two
+  const gpuagg_bench::row_draw draw(groups, dist);
   for (std::size_t i = 0; i < rows; ++i) {
     const std::uint64_t r = rng();
-    std::uint64_t g = (r >> 8) & mask;
-    if (dist == "zipf") {
-      const double u = double(r >> 11) * 0x1.0p-53;
-      const double rank = std::pow(u * zipf_top + 1.0, 1.0 / (1.0 - zipf_s)) - 1.0;
-      g = std::min<std::uint64_t>(static_cast<std::uint64_t>(rank), groups - 1);
-    } else if (dist == "heavy" && (r & 0xff) < 230) {  // 90%
-      g = 0;
-    }
-    d.keys[i] = static_cast<Key>(g);
-    d.vals[i] = static_cast<Value>((r >> 40) % 100);
+    d.keys[i] = static_cast<Key>(draw.key(r));
+    d.vals[i] = static_cast<Value>(gpuagg_bench::row_draw::value(r));
   }
   if (dist == "sorted") std::sort(d.keys.begin(), d.keys.end());
   // Values are small integers, so every sum is exact in any order, double sums included.

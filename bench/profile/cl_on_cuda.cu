@@ -43,6 +43,8 @@
 #include <thread>
 #include <vector>
 
+#include "../row_draw.hpp"
+
 namespace {
 
 [[noreturn]] void fail(const std::string& what) {
@@ -175,8 +177,8 @@ layout plan_layout(const run_spec& run, std::uint64_t device_memory, std::uint64
   return l;
 }
 
-// ---- the input, as gpuagg_bench's make_dataset draws it (uniform, zipf with s = 1.1 by the
-// inverted continuous CDF, or 90% one heavy hitter: --distribution) ----
+// ---- the input, as gpuagg_bench's make_dataset draws it (bench/row_draw.hpp: uniform, zipf
+// or 90% one heavy hitter, --distribution) ----
 struct dataset {
   std::vector<std::uint32_t> keys;
   std::vector<std::uint32_t> values;
@@ -192,22 +194,12 @@ dataset make_dataset(std::size_t rows, unsigned groups_log2, std::uint64_t seed)
   d.keys.resize(rows);
   d.values.resize(rows);
   const std::uint64_t groups = std::uint64_t{1} << groups_log2;
-  const std::uint64_t mask = groups - 1;
-  const double zipf_s = 1.1;
-  const double zipf_top = std::pow(double(groups) + 1.0, 1.0 - zipf_s) - 1.0;
   std::mt19937_64 rng(seed);
+  const gpuagg_bench::row_draw draw(groups, input_distribution);
   for (std::size_t i = 0; i < rows; ++i) {
     const std::uint64_t r = rng();
-    std::uint64_t g = (r >> 8) & mask;
-    if (input_distribution == "zipf") {
-      const double u = double(r >> 11) * 0x1.0p-53;
-      const double rank = std::pow(u * zipf_top + 1.0, 1.0 / (1.0 - zipf_s)) - 1.0;
-      g = std::min<std::uint64_t>(static_cast<std::uint64_t>(rank), groups - 1);
-    } else if (input_distribution == "heavy" && (r & 0xff) < 230) {  // 90%
-      g = 0;
-    }
-    d.keys[i] = static_cast<std::uint32_t>(g);
-    d.values[i] = static_cast<std::uint32_t>((r >> 40) % 100);
+    d.keys[i] = static_cast<std::uint32_t>(draw.key(r));
+    d.values[i] = static_cast<std::uint32_t>(gpuagg_bench::row_draw::value(r));
   }
   // The CPU reference: every thread sums the rows of its own key range.
   d.sums.assign(groups, 0);
