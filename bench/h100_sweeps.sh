@@ -270,6 +270,19 @@ if [[ $stage == 19 ]]; then
   join_csv $OUT/skew_19.csv $tmp/skew_*.csv
   exit
 fi
+if [[ $stage == 21 ]]; then
+  # SHARED's hot-key table (attempt 17): zipf keys with the table (automatic) and without it, the
+  # default strategy beside them; group counts around target 3's misses (2^16-2^24).
+  log=$OUT/stage21.log; deadline=$((SECONDS + ${2:-300}))
+  for hot in auto off; do
+    flag=$([[ $hot == auto ]] && echo -1 || echo 0)
+    step 100 zipf_$hot $bench --rows-log2 27 --groups-log2 12:24:2 --distribution zipf --strategies default,shared \
+      --hot-table $flag --configs 4x256,16x256,4x512,8x512 --probe-blocks 4 --reps 1 --query-reps 3 \
+      --csv $tmp/hot_$hot.csv
+  done
+  join_csv $OUT/hot_table_21.csv $tmp/hot_*.csv
+  exit
+fi
 if [[ $stage == 4 ]]; then
   # Gaps of stages 2 and 3 (cut by time limits), and value types other than uint32.
   log=$OUT/stage4.log; deadline=$((SECONDS + ${2:-420}))

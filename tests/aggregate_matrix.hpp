@@ -96,6 +96,15 @@ void run_matrix() {
                                       std::span<const float>(in.f32), std::span<const double>(in.f64));
         check_equal(actual, expected);
         CHECK(actual.stats.rows == rows);
+        // SHARED again with its hot-key table for skewed keys (hash schemes: the sample's frequent
+        // keys in local memory; with the heavy hitter, the run cache as well).
+        const bool skewed = d == distribution::zipf || d == distribution::heavy_hitter;
+        if (!Scheme::is_identity && strategy == strategy_kind::shared && skewed && rows >= 999) {
+          opts.hot_table = true;
+          const auto hot = group_by(keys, values(in.i32, in.u32, in.i64, in.f32, in.f64), query, opts);
+          CHECK(std::any_of(hot.stats.blocks.begin(), hot.stats.blocks.end(), [](const auto& b) { return b.hot_table; }));
+          check_equal(hot, expected);
+        }
       }
     }
   }

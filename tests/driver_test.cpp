@@ -551,6 +551,68 @@ TEST_CASE("the interleaved global table (key and accumulators in one record): ex
   CHECK_THROWS_AS(group_by(keys, vals, select<direct_addressing>(sum(col<0>)), opts), invalid_argument_error);
 }
 
+TEST_CASE("SHARED's hot-key table: zipf keys with the extremes and the empty marker's key hot, exact, with growth") {
+  const auto seed = fresh_seed();
+  CAPTURE(seed);
+  std::mt19937_64 rng(seed);
+  const std::uint64_t marker = ~std::uint64_t{0};
+  // Zipf ranks over 5'000 groups; the hottest ranks are the empty marker's key, 0 and the largest
+  // other key, so the hot table holds them (and its EMPTY_KEY bucket is used).
+  std::vector<std::uint64_t> dictionary{marker, 0, marker - 1};
+  while (dictionary.size() < 5'000) dictionary.push_back(rng() % (marker - 2) + 1);
+  input in;
+  in.keys = draw_keys(dictionary, 60'013, distribution::zipf, rng);
+  in.vals = random_values<std::int64_t>(in.keys.size(), rng);
+  for (const std::optional<bool> hot : {std::optional<bool>{}, std::optional<bool>{true}, std::optional<bool>{false}}) {
+    for (const std::uint64_t hint : {std::uint64_t{0}, std::uint64_t{16}}) {
+      CAPTURE(hot.has_value() ? int(*hot) : -1);
+      CAPTURE(hint);
+      options opts;
+      opts.hot_table = hot;
+      opts.block_bytes = 8192 * sizeof(std::uint64_t);
+      if (hint) opts.expected_groups = hint;  // far too small: the table grows while hot keys stay local
+      auto driver = make_driver(std::span<const std::uint64_t>(in.keys), std::span<const std::int64_t>(in.vals),
+                                sum_count_min, opts);
+      const execution_params shared{strategy_kind::shared, launch_config{2, 64}};
+      CHECK(driver->hot_table_keys() >= 3);
+      CHECK(driver->use_hot_table(shared) == hot.value_or(true));
+      driver->run_remaining(shared);
+      const auto result = driver->finalize_to_host<std::int64_t, std::uint64_t, std::int64_t>();
+      for (const auto& block : result.stats.blocks) CHECK(block.hot_table == hot.value_or(true));
+      if (hint) CHECK(result.stats.table_growths > 0);
+      check_equal(result, reference(in));
+    }
+  }
+}
+
+TEST_CASE("the hot-key table's automatic choice: the default for zipf keys, not for uniform keys or one dominant key") {
+  std::mt19937_64 rng(fresh_seed());
+  const execution_params shared{strategy_kind::shared, launch_config{1, 256}};
+  const auto skewed = make_input(200'000, 50'000, distribution::zipf, rng);
+  auto zipf = make_driver(std::span<const std::uint64_t>(skewed.keys), std::span<const std::int64_t>(skewed.vals),
+                          sum_count_min, options{});
+  CHECK(zipf->use_hot_table(shared));
+  CHECK_FALSE(zipf->use_hot_table({strategy_kind::workgroup_local, launch_config{1, 256}}));
+  CHECK(zipf->default_params().strategy == strategy_kind::shared);
+  const auto flat = make_input(200'000, 50'000, distribution::uniform, rng);
+  auto uniform = make_driver(std::span<const std::uint64_t>(flat.keys), std::span<const std::int64_t>(flat.vals),
+                             sum_count_min, options{});
+  CHECK_FALSE(uniform->use_hot_table(shared));
+  const auto heavy = make_input(200'000, 50'000, distribution::heavy_hitter, rng);
+  auto dominant = make_driver(std::span<const std::uint64_t>(heavy.keys), std::span<const std::int64_t>(heavy.vals),
+                              sum_count_min, options{});
+  CHECK(dominant->use_run_cache(shared));
+  CHECK_FALSE(dominant->use_hot_table(shared));
+  // Direct addressing has no hot-key table.
+  options dense;
+  dense.domain = key_domain(std::uint64_t{0}, std::uint64_t{99});
+  const std::vector<std::uint64_t> keys(1'000, 7);
+  const std::vector<std::int64_t> vals(1'000, 1);
+  auto direct = make_driver(std::span<const std::uint64_t>(keys), std::span<const std::int64_t>(vals),
+                            select<direct_addressing>(sum(col<0>), count(), min(col<0>)), dense);
+  CHECK_FALSE(direct->use_hot_table(shared));
+}
+
 TEST_CASE("the run cache's hot-key register: the sample's hottest key, the empty marker's key among them, exact") {
   std::mt19937_64 rng(fresh_seed());
   const std::uint64_t marker = ~std::uint64_t{0};

@@ -70,7 +70,13 @@ struct sample_profile {
   std::uint64_t estimated_groups = 1;
   double hottest_key_share = 0;
   std::uint64_t hottest_key = 0;  ///< the key's bits
+  /// The frequent keys (bits), most frequent first, and their counts in the sample: keys seen at
+  /// least 8 times and at least 4 times as often as the average group (uniform keys have almost
+  /// never any), at most max_frequent_keys. SHARED's hot-key table takes them (kernels.inc).
+  std::vector<std::pair<std::uint64_t, std::uint32_t>> frequent;
+  std::size_t sample_size = 0;
 };
+inline constexpr std::size_t max_frequent_keys = 4096;
 
 template <class Bits>
 sample_profile profile_sample(const std::vector<Bits>& sample, std::uint64_t rows) {
@@ -99,17 +105,30 @@ sample_profile profile_sample(const std::vector<Bits>& sample, std::uint64_t row
     }
   }
   sample_profile profile;
+  profile.sample_size = sample.size();
   profile.hottest_key_share = double(top) / double(sample.size());
   profile.hottest_key = static_cast<std::uint64_t>(hottest);
   if (sample.size() >= rows) {
     profile.estimated_groups = distinct;
-    return profile;
+  } else {
+    double singletons = 0;
+    for (const auto count : counts) singletons += count == 1 ? 1 : 0;
+    const double estimate =
+        std::sqrt(double(rows) / double(sample.size())) * singletons + (double(distinct) - singletons);
+    profile.estimated_groups = static_cast<std::uint64_t>(std::clamp(estimate, double(distinct), double(rows)));
   }
-  double singletons = 0;
-  for (const auto count : counts) singletons += count == 1 ? 1 : 0;
-  const double estimate =
-      std::sqrt(double(rows) / double(sample.size())) * singletons + (double(distinct) - singletons);
-  profile.estimated_groups = static_cast<std::uint64_t>(std::clamp(estimate, double(distinct), double(rows)));
+  const double average = double(sample.size()) / double(std::max<std::uint64_t>(profile.estimated_groups, 1));
+  const auto least = static_cast<std::uint32_t>(std::max(8.0, std::ceil(4 * average)));
+  for (std::size_t at = 0; at < size; ++at) {
+    if (counts[at] >= least) profile.frequent.emplace_back(static_cast<std::uint64_t>(keys[at]), counts[at]);
+  }
+  const auto by_count = [](const auto& a, const auto& b) { return a.second != b.second ? a.second > b.second : a.first < b.first; };
+  if (profile.frequent.size() > max_frequent_keys) {
+    std::partial_sort(profile.frequent.begin(), profile.frequent.begin() + max_frequent_keys, profile.frequent.end(), by_count);
+    profile.frequent.resize(max_frequent_keys);
+  } else {
+    std::sort(profile.frequent.begin(), profile.frequent.end(), by_count);
+  }
   return profile;
 }
 
@@ -201,12 +220,36 @@ class aggregation_driver {
   /// key's updates in local memory and sends the rest to the global table; SHARED's atomics on
   /// one bucket would serialize (1.5 against 15 to 19 G tuples/s for a 90% heavy hitter on the
   /// H100, bench/results/h100/heavy_local.csv).
+  /// With several hot keys (the sample's frequent keys fill a hot-key table), SHARED with that
+  /// table (kernels.inc: GPUAGG_HOT_TABLE) instead, measured on the H100 (bench/NOTES.md,
+  /// attempt 17).
   execution_params default_params() const {
     const execution_params local{strategy_kind::workgroup_local, initial_config(strategy_kind::workgroup_local)};
     if (feasible(local)) return local;
+    const execution_params shared{strategy_kind::shared, initial_config(strategy_kind::shared)};
+    if (use_hot_table(shared)) return shared;
     if (hot_key_share_ >= hot_key_threshold && infeasibility(local, false).empty()) return local;
-    return {strategy_kind::shared, initial_config(strategy_kind::shared)};
+    return shared;
   }
+
+  /// Whether AGGREGATE runs SHARED with a hot-key table in local memory (kernels.inc:
+  /// GPUAGG_HOT_TABLE): options' `hot_table` if set (for SHARED with a hash scheme, when the
+  /// sample found frequent keys), else when the frequent keys hold at least
+  /// hot_table_min_share of the sample and the run cache is not used (a dominant key is the run
+  /// cache's: one local bucket would serialize its atomics).
+  bool use_hot_table(const execution_params& params) const {
+    if constexpr (identity_scheme) {
+      return false;
+    } else {
+      if (params.strategy != strategy_kind::shared || hot_keys_.empty()) return false;
+      if (opts_.hot_table) return *opts_.hot_table;
+      return hot_table_share_ >= hot_table_min_share && !use_run_cache(params);
+    }
+  }
+  /// The frequent keys' share of the sample from which SHARED uses the hot-key table.
+  static constexpr double hot_table_min_share = 1.0 / 8;
+  /// Keys in the hot-key table (the sample's most frequent ones that fit; 0 without a sample).
+  std::size_t hot_table_keys() const noexcept { return hot_keys_.size(); }
 
   /// Tables whose keys take at most this many bytes are probed with cacheable key reads
   /// (kernels.inc); larger ones with volatile reads. On the H100, cacheable reads win up to
@@ -238,10 +281,11 @@ class aggregation_driver {
   /// the strategy's program on first use.
   /// `run_cache`: of the strategy's run-cache build (kernels.inc), which the driver uses only
   /// where this limit allows.
-  std::uint32_t max_work_group_size(strategy_kind strategy, bool run_cache = false) const {
-    auto& limit = kernel_limits_[variant(strategy, run_cache)];
+  /// `hot_table` likewise, of the hot-key table's build.
+  std::uint32_t max_work_group_size(strategy_kind strategy, bool run_cache = false, bool hot_table = false) const {
+    auto& limit = kernel_limits_[variant(strategy, run_cache, hot_table)];
     if (limit == 0) {
-      const auto kernel_limit = std::min<std::size_t>(kernel_work_group_limit(aggregate_kernel(strategy, run_cache)),
+      const auto kernel_limit = std::min<std::size_t>(kernel_work_group_limit(aggregate_kernel(strategy, run_cache, hot_table)),
                                                       ctx_.info().max_work_group_size);
       limit = 1;
       while (limit * 2 <= kernel_limit) limit *= 2;
@@ -413,6 +457,7 @@ class aggregation_driver {
     unsigned generation = 0;
     execution_params params;
     std::uint64_t rows = 0;
+    bool hot_table = false;  // ran with the hot-key table (use_hot_table)
   };
 
   template <std::size_t J>
@@ -469,13 +514,17 @@ class aggregation_driver {
   }
 
   void setup() {
-    // A sample of the keys (16 Ki, strided) estimates the groups when no hint is given, and
-    // measures skew for the default strategy; it is skipped when neither is needed.
+    // A sample of the keys (16 Ki, strided) estimates the groups when no hint is given,
+    // measures skew for the default strategy and finds the hot-key table's keys; it is skipped
+    // when none of these is needed.
     const bool estimate = !identity_scheme && !opts_.expected_groups;
     detail::sample_profile profile;
-    if (estimate || !opts_.strategy) profile = detail::profile_sample(sample_keys(), rows_);
+    if (estimate || !opts_.strategy || opts_.hot_table.value_or(false)) {
+      profile = detail::profile_sample(sample_keys(), rows_);
+    }
     hot_key_share_ = profile.hottest_key_share;
     hot_key_ = static_cast<bits_type>(profile.hottest_key);
+    choose_hot_keys(profile);
     if constexpr (identity_scheme) {
       expected_groups_ = opts_.domain->size;
     } else if (opts_.expected_groups) {
@@ -507,6 +556,35 @@ class aggregation_driver {
   }
 
   strategy_kind default_params_for_setup() const { return default_params().strategy; }
+
+  /// The hot-key table's keys: the sample's frequent keys, as many as a table at most half full
+  /// holds within hot_table_max_bytes of local memory (and a quarter of the device's).
+  void choose_hot_keys(const detail::sample_profile& profile) {
+    if constexpr (!identity_scheme) {
+      if (profile.frequent.empty() || profile.sample_size == 0) return;
+      const std::uint64_t entry = Bound::bucket_bytes + sizeof(cl_uint);  // key, accumulators, used flag
+      const std::uint64_t budget = std::min<std::uint64_t>(hot_table_max_bytes, ctx_.info().local_mem_bytes / 4);
+      std::uint64_t capacity = 2;
+      while ((capacity * 2 + 1) * entry <= budget && capacity / 2 < profile.frequent.size()) capacity *= 2;
+      if ((capacity + 1) * entry > budget) return;
+      std::uint64_t covered = 0;
+      for (const auto& [key, count] : profile.frequent) {
+        if (hot_keys_.size() == capacity / 2) break;
+        hot_keys_.push_back(static_cast<bits_type>(key));
+        covered += count;
+      }
+      hot_capacity_ = static_cast<std::uint32_t>(capacity);
+      hot_table_share_ = double(covered) / double(profile.sample_size);
+    } else {
+      (void)profile;
+    }
+  }
+
+ public:
+  /// Local memory the hot-key table may take per work group.
+  static constexpr std::uint64_t hot_table_max_bytes = std::uint64_t{32} << 10;
+
+ private:
 
   /// The global table's layout for the whole query (kernels.inc: GPUAGG_INTERLEAVED): options'
   /// `interleaved_table`, else interleaved for hash tables of more than interleave_min_buckets.
@@ -617,27 +695,30 @@ class aggregation_driver {
     }
   }
 
-  /// Index of a strategy's program build, without or with the run cache.
-  static std::size_t variant(strategy_kind strategy, bool run_cache) {
-    return static_cast<std::size_t>(strategy) * 2 + (run_cache ? 1 : 0);
+  /// Index of a strategy's program build, without or with the run cache and the hot-key table.
+  static std::size_t variant(strategy_kind strategy, bool run_cache, bool hot_table = false) {
+    return static_cast<std::size_t>(strategy) * 4 + (run_cache ? 1 : 0) + (hot_table ? 2 : 0);
   }
 
-  /// The strategy's program; with `run_cache`, built with -DGPUAGG_RUN_CACHE (kernels.inc), a
-  /// second program of the same source that the context caches separately. An interleaved
-  /// table adds -DGPUAGG_INTERLEAVED to every build of the query.
-  cl::Program program(strategy_kind strategy, bool run_cache = false) const {
-    auto& slot = programs_[variant(strategy, run_cache)];
+  /// The strategy's program; with `run_cache` or `hot_table`, built with -DGPUAGG_RUN_CACHE or
+  /// -DGPUAGG_HOT_TABLE (kernels.inc), other programs of the same source that the context caches
+  /// separately. An interleaved table adds -DGPUAGG_INTERLEAVED to every build of the query.
+  cl::Program program(strategy_kind strategy, bool run_cache = false, bool hot_table = false) const {
+    auto& slot = programs_[variant(strategy, run_cache, hot_table)];
     if (!slot()) {
-      std::string build_options = run_cache ? "-DGPUAGG_RUN_CACHE" : "";
-      if (interleaved_) build_options += build_options.empty() ? "-DGPUAGG_INTERLEAVED" : " -DGPUAGG_INTERLEAVED";
+      std::string build_options;
+      const auto add = [&](const char* define) { build_options += build_options.empty() ? define : std::string(" ") + define; };
+      if (run_cache) add("-DGPUAGG_RUN_CACHE");
+      if (hot_table) add("-DGPUAGG_HOT_TABLE");
+      if (interleaved_) add("-DGPUAGG_INTERLEAVED");
       slot = ctx_.program(program_source_for<Bound>(strategy), build_options);
     }
     return slot;
   }
 
-  cl::Kernel& aggregate_kernel(strategy_kind strategy, bool run_cache = false) const {
-    auto& slot = aggregate_kernels_[variant(strategy, run_cache)];
-    if (!slot()) slot = ctx_.kernel(program(strategy, run_cache), "gpuagg_aggregate");
+  cl::Kernel& aggregate_kernel(strategy_kind strategy, bool run_cache = false, bool hot_table = false) const {
+    auto& slot = aggregate_kernels_[variant(strategy, run_cache, hot_table)];
+    if (!slot()) slot = ctx_.kernel(program(strategy, run_cache, hot_table), "gpuagg_aggregate");
     return slot;
   }
 
@@ -843,10 +924,14 @@ class aggregation_driver {
       ready.clear();
     }
 
-    // The run-cache variant only where its own (cached) work-group limit allows this configuration.
+    // The run-cache and hot-table variants only where their own (cached) work-group limits allow
+    // this configuration.
     const bool run_cache =
         use_run_cache(params) && params.config.work_group_size <= max_work_group_size(params.strategy, true);
-    cl::Kernel& kernel = aggregate_kernel(params.strategy, run_cache);
+    const bool hot_table = use_hot_table(params) &&
+                           params.config.work_group_size <= max_work_group_size(params.strategy, run_cache, true);
+    pending.hot_table = hot_table;
+    cl::Kernel& kernel = aggregate_kernel(params.strategy, run_cache, hot_table);
     cl_uint arg = 0;
     for (const auto& input : inputs) set_arg(kernel, arg, input);
     set_arg(kernel, arg, row_begin);
@@ -868,6 +953,21 @@ class aggregation_driver {
       // when the sample was taken (without one, the register stays unused).
       set_arg(kernel, arg, hot_key_);
       set_arg(kernel, arg, cl_uint(hot_key_share_ > 0 ? 1 : 0));
+    }
+    if (hot_table) {
+      if (!hot_keys_buffer_()) {
+        hot_keys_buffer_ = allocate(hot_keys_.size() * sizeof(bits_type), "the hot-key table's keys");
+        detail::check(ctx_.compute_queue().enqueueWriteBuffer(hot_keys_buffer_, CL_FALSE, 0,
+                                                              hot_keys_.size() * sizeof(bits_type), hot_keys_.data()),
+                      "copying the hot keys");
+      }
+      set_arg(kernel, arg, hot_keys_buffer_);
+      set_arg(kernel, arg, cl_uint(hot_keys_.size()));
+      set_arg(kernel, arg, cl_uint(detail::log2_exact(hot_capacity_)));
+      set_arg(kernel, arg, cl_uint(hot_capacity_));
+      set_arg(kernel, arg, cl::Local((hot_capacity_ + 1) * sizeof(bits_type)));
+      for (std::size_t j = 0; j < aggregate_count; ++j) set_arg(kernel, arg, cl::Local((hot_capacity_ + 1) * acc_size(j)));
+      set_arg(kernel, arg, cl::Local((hot_capacity_ + 1) * sizeof(cl_uint)));
     }
     const auto& config = params.config;
     if (params.strategy == strategy_kind::workgroup_local) {
@@ -992,7 +1092,7 @@ class aggregation_driver {
     const double aggregate = detail::event_seconds(block.kernel);
     double partition = 0;
     for (const auto& event : block.partition) partition += detail::event_seconds(event);
-    stats_.blocks.push_back({block.params, block.rows, aggregate, partition});
+    stats_.blocks.push_back({block.params, block.rows, aggregate, partition, block.hot_table});
     stats_.aggregate_seconds += aggregate;
     stats_.partition_seconds += partition;
     const double seconds = aggregate + partition;
@@ -1106,9 +1206,14 @@ class aggregation_driver {
   bool interleaved_ = false;  // the global table's layout (use_interleaved_table)
   std::size_t builds_before_ = 0;
   cl::Program home_program_;
-  mutable std::array<cl::Program, 6> programs_;
-  mutable std::array<cl::Kernel, 6> aggregate_kernels_;  // per strategy, without and with the run cache
-  mutable std::array<std::uint32_t, 6> kernel_limits_{};  // per strategy, without and with the run cache
+  // Per strategy, without and with the run cache and the hot-key table (variant()).
+  mutable std::array<cl::Program, 12> programs_;
+  mutable std::array<cl::Kernel, 12> aggregate_kernels_;
+  mutable std::array<std::uint32_t, 12> kernel_limits_{};
+  std::vector<bits_type> hot_keys_;  // the hot-key table's keys (use_hot_table), most frequent first
+  double hot_table_share_ = 0;       // their share of the sample
+  std::uint32_t hot_capacity_ = 0;   // the hot-key table's buckets (a power of two, at most half full)
+  cl::Buffer hot_keys_buffer_;       // hot_keys_ on the device (made on first use)
   cl::Buffer meta_;
   std::vector<cl_ulong> meta_mirror_;
   table_buffers table_;

@@ -63,6 +63,12 @@ struct options {
   /// Combine each work item's runs of one key in private variables before the table (SHARED,
   /// WORKGROUPLOCAL). Default: when the key sample shows one dominant key.
   std::optional<bool> run_cache;
+  /// Put the sample's most frequent keys in a table in local memory per work group in front of
+  /// SHARED's global table (hash schemes; kernels.inc: GPUAGG_HOT_TABLE), so that their updates
+  /// become local atomics. Default: when the frequent keys hold at least 1/8 of the sample and
+  /// no single key dominates it (that is the run cache's case). Without a sample (a hint and a
+  /// strategy given) there are no frequent keys and no hot-key table.
+  std::optional<bool> hot_table;
   /// Runs per input block for PARTITION (kernels.inc): 1 turns it off, a power of two up to
   /// 1024 orders each block's rows into that many runs by the region of the table their home
   /// bucket lies in, so that the rows that update one region arrive together. Default (0),

@@ -20,6 +20,7 @@ struct block_record {
   std::uint64_t rows = 0;
   double aggregate_seconds = 0;
   double partition_seconds = 0;  ///< PARTITION's kernels before it (0 when not partitioned)
+  bool hot_table = false;        ///< SHARED with the hot-key table in local memory (kernels.inc)
 };
 
 /// How a query ran.
