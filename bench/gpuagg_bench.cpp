@@ -55,6 +55,7 @@ struct settings {
   std::uint32_t partitions = 0;
   int interleaved = -1;  // options::interleaved_table: -1 automatic, 0 arrays, 1 interleaved
   int hot_table = -1;    // options::hot_table: -1 automatic, 0 off, 1 on
+  int run_cache = -1;    // options::run_cache: -1 automatic, 0 off, 1 on (with runs)
   unsigned reps = 3;
   unsigned query_reps = 5;
   unsigned tuned_reps = 3;
@@ -260,6 +261,7 @@ struct measurement {
   double merge_seconds = 0;
   double partition_seconds = 0;
   std::size_t hot_table_blocks = 0;  // blocks that ran SHARED with the hot-key table
+  std::size_t cold_queue_blocks = 0;  // blocks that ran WORKGROUPLOCAL with the cold-row queue
   double setup_seconds = 0;  // the driver's constructor: sample, programs, table, INITIALIZE
   double wall_seconds = 0;
   bool verified = false;
@@ -292,7 +294,7 @@ struct output {
          << m.merge_seconds * 1e3 << ',' << m.setup_seconds * 1e3 << ',' << m.kernel_seconds() * 1e3 << ','
          << (m.kernel_seconds() > 0 ? double(rows_total) / m.kernel_seconds() / 1e9 : 0) << ',' << s->block_mib << ','
          << s->local_copies << ',' << m.partition_seconds * 1e3 << ',' << s->partitions << ',' << s->interleaved
-         << ',' << m.hot_table_blocks << '\n';
+         << ',' << m.hot_table_blocks << ',' << m.cold_queue_blocks << '\n';
   }
 };
 
@@ -300,7 +302,7 @@ constexpr const char* csv_header =
     "device,driver,input,distribution,key_type,value_type,rows,groups,system,work_groups_per_cu,work_group_size,mode,rep,"
     "blocks_measured,block_mean_us,block_cv,aggregate_ms,initialize_ms,finalize_ms,wall_ms,gtuples_per_s_blocks,"
     "gtuples_per_s_query,peak_device_bytes,verified,merge_ms,setup_ms,kernel_ms,gtuples_per_s_kernels,block_mib,"
-    "local_copies,partition_ms,partitions,interleaved,hot_table_blocks\n";
+    "local_copies,partition_ms,partitions,interleaved,hot_table_blocks,cold_queue_blocks\n";
 
 template <class Key, class Value>
 class bench {
@@ -355,6 +357,7 @@ class bench {
     opts.partitions = s_.partitions;
     if (s_.interleaved >= 0 && !direct) opts.interleaved_table = s_.interleaved == 1;
     if (s_.hot_table >= 0 && !direct) opts.hot_table = s_.hot_table == 1;
+    if (s_.run_cache >= 0) opts.run_cache = s_.run_cache == 1;
     if (direct) opts.domain = key_domain(Key{0}, data_.max_key);
     return opts;
   }
@@ -401,7 +404,10 @@ class bench {
     m.finalize_seconds = on_device.stats.finalize_seconds;
     m.merge_seconds = on_device.stats.merge_seconds;
     m.partition_seconds = on_device.stats.partition_seconds;
-    for (const auto& b : on_device.stats.blocks) m.hot_table_blocks += b.hot_table ? 1 : 0;
+    for (const auto& b : on_device.stats.blocks) {
+      m.hot_table_blocks += b.hot_table ? 1 : 0;
+      m.cold_queue_blocks += b.cold_queue ? 1 : 0;
+    }
     m.setup_seconds = on_device.stats.setup_seconds;
     m.peak_device_bytes = on_device.stats.peak_device_bytes;
     m.verified = on_device.size == data_.expected_groups &&
@@ -754,6 +760,8 @@ int main(int argc, char** argv) {
                  "copies of WORKGROUPLOCAL's local table (options::local_table_copies; 0: automatic)");
   app.add_option("--partitions", s.partitions,
                  "PARTITION's runs per block (options::partitions; 0: automatic, 1: none)");
+  app.add_option("--run-cache", s.run_cache,
+                 "the run cache (options::run_cache): -1 automatic (a dominant key's register), 0 off, 1 on with runs");
   app.add_option("--hot-table", s.hot_table,
                  "SHARED's hot-key table in local memory (options::hot_table): -1 automatic, 0 off, 1 on");
   app.add_option("--interleaved", s.interleaved,

@@ -283,6 +283,38 @@ if [[ $stage == 21 ]]; then
   join_csv $OUT/hot_table_21.csv $tmp/hot_*.csv
   exit
 fi
+if [[ $stage == 22 ]]; then
+  # Target 3 after attempts 17 (hot-key table) and 18 (a dominant key's register without runs):
+  # uniform, zipf and heavy-hitter keys at its group counts, and the heavy hitter once more with
+  # the run cache's runs (options::run_cache = true, the behaviour before attempt 18).
+  log=$OUT/stage22.log; deadline=$((SECONDS + ${2:-400}))
+  for dist in uniform zipf heavy; do
+    step 80 $dist $bench --rows-log2 27 --groups-log2 4,10,16,20,24 --distribution $dist \
+      --strategies default,workgroup_local,shared,direct --lenient --configs 4x256,16x256,4x512 --probe-blocks 4 \
+      --reps 1 --query-reps 3 --csv $tmp/skew_$dist.csv
+  done
+  step 80 heavy_runs $bench --rows-log2 27 --groups-log2 4,10,16,20,24 --distribution heavy --run-cache 1 \
+    --strategies default,workgroup_local,shared,direct --lenient --configs 4x256,16x256,4x512 --probe-blocks 4 \
+    --reps 1 --query-reps 3 --csv $OUT/heavy_runs_22.csv
+  join_csv $OUT/skew_22.csv $tmp/skew_*.csv
+  exit
+fi
+if [[ $stage == 23 ]]; then
+  # WORKGROUPLOCAL's cold-row queue and SHARED for a dominant key beyond local memory (attempt
+  # 19): the heavy hitter automatic, then with the run cache asked for (runs, no queue: the
+  # behaviour before), and uniform keys for target 3's reference figures.
+  log=$OUT/stage23.log; deadline=$((SECONDS + ${2:-300}))
+  for dist in heavy uniform; do
+    step 80 $dist $bench --rows-log2 27 --groups-log2 4,10,12,16,20,24 --distribution $dist \
+      --strategies default,workgroup_local,shared,direct --lenient --configs 4x256,16x256,4x512 --probe-blocks 4 \
+      --reps 1 --query-reps 3 --csv $tmp/q_$dist.csv
+  done
+  step 80 heavy_runs $bench --rows-log2 27 --groups-log2 4,10,12,16,20,24 --distribution heavy --run-cache 1 \
+    --strategies default,workgroup_local,shared,direct --lenient --configs 4x256,16x256,4x512 --probe-blocks 4 \
+    --reps 1 --query-reps 3 --csv $OUT/heavy_runs_23.csv
+  join_csv $OUT/skew_23.csv $tmp/q_*.csv
+  exit
+fi
 if [[ $stage == 4 ]]; then
   # Gaps of stages 2 and 3 (cut by time limits), and value types other than uint32.
   log=$OUT/stage4.log; deadline=$((SECONDS + ${2:-420}))

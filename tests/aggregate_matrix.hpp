@@ -105,6 +105,20 @@ void run_matrix() {
           CHECK(std::any_of(hot.stats.blocks.begin(), hot.stats.blocks.end(), [](const auto& b) { return b.hot_table; }));
           check_equal(hot, expected);
         }
+        // The default strategy for a heavy hitter: WORKGROUPLOCAL with the cold-row queue where
+        // one local table holds the groups (else SHARED with the run cache's register).
+        if (d == distribution::heavy_hitter && strategy == strategy_kind::workgroup_local && rows >= 999) {
+          options skew = opts;
+          skew.strategy.reset();
+          skew.autotune = false;
+          skew.local_table_copies = 1;
+          const auto queued = group_by(keys, values(in.i32, in.u32, in.i64, in.f32, in.f64), query, skew);
+          if (groups <= 200) {
+            CHECK(std::any_of(queued.stats.blocks.begin(), queued.stats.blocks.end(),
+                              [](const auto& b) { return b.cold_queue; }));
+          }
+          check_equal(queued, expected);
+        }
       }
     }
   }

@@ -275,9 +275,10 @@ TEST_CASE("working buffers go back to the context's pool and are reused, results
   CHECK(fresh.pooled_bytes() == kept);
 }
 
-TEST_CASE("a heavy hitter beyond local memory gets WORKGROUPLOCAL with a partial local table, exactly") {
+TEST_CASE("skewed keys beyond local memory: a partial local table for one hot key, SHARED for direct addressing") {
   std::mt19937_64 rng(fresh_seed());
-  // 50'000 groups do not fit a local table; one key holds 90% of the rows.
+  // 50'000 groups do not fit a local table; one key holds 90% of the rows: WORKGROUPLOCAL with a
+  // partial local table (and the cold-row queue).
   const auto skewed = make_input(200'000, 50'000, distribution::heavy_hitter, rng);
   options opts;
   opts.expected_groups = 50'000;
@@ -285,11 +286,66 @@ TEST_CASE("a heavy hitter beyond local memory gets WORKGROUPLOCAL with a partial
   const auto r = group_by(skewed.keys, skewed.vals, sum_count_min, opts);
   check_equal(r, reference(skewed));
   CHECK(r.stats.strategy() == strategy_kind::workgroup_local);
+  // One key with 10% of the rows and nothing else frequent (too little for the hot-key table):
+  // a partial local table too.
+  input warm;
+  warm.keys.resize(200'000);
+  for (auto& k : warm.keys) k = rng() % 10 == 0 ? std::uint64_t{77} : rng() % 50'000 + 1'000;
+  warm.vals = random_values<std::int64_t>(warm.keys.size(), rng);
+  const auto w = group_by(warm.keys, warm.vals, sum_count_min, opts);
+  check_equal(w, reference(warm));
+  CHECK(w.stats.strategy() == strategy_kind::workgroup_local);
   // Uniform keys of the same count stay with SHARED.
   const auto uniform = make_input(200'000, 50'000, distribution::uniform, rng);
   const auto u = group_by(uniform.keys, uniform.vals, sum_count_min, opts);
   check_equal(u, reference(uniform));
   CHECK(u.stats.strategy() == strategy_kind::shared);
+  // Direct addressing with a dominant key beyond local memory: SHARED with the run cache.
+  input dense;
+  dense.keys.resize(200'000);
+  for (auto& k : dense.keys) k = rng() % 10 < 9 ? std::uint64_t{5} : rng() % 100'000;
+  dense.vals = random_values<std::int64_t>(dense.keys.size(), rng);
+  options domain = opts;
+  domain.expected_groups.reset();
+  domain.domain = key_domain(std::uint64_t{0}, std::uint64_t{99'999});
+  const auto direct = select<direct_addressing>(sum(col<0>), count(), min(col<0>));
+  const auto d = group_by(dense.keys, dense.vals, direct, domain);
+  check_equal(d, reference(dense));
+  CHECK(d.stats.strategy() == strategy_kind::shared);
+}
+
+TEST_CASE("WORKGROUPLOCAL's cold-row queue for a dominant key: exact, the empty marker and extremes hot or cold") {
+  const auto seed = fresh_seed();
+  CAPTURE(seed);
+  std::mt19937_64 rng(seed);
+  const std::uint64_t marker = ~std::uint64_t{0};
+  for (const std::uint64_t hot : {marker, std::uint64_t{0}, std::uint64_t{4242}}) {
+    for (const std::uint32_t width : {64u, 256u}) {
+      CAPTURE(hot);
+      CAPTURE(width);
+      input in;
+      in.keys.resize(50'021);
+      // 90% one key; the cold keys include the extremes (and the marker when it is not hot).
+      const std::uint64_t cold[] = {marker, 0, marker - 1, 1};
+      for (auto& k : in.keys) k = rng() % 10 < 9 ? hot : rng() % 8 == 0 ? cold[rng() % 4] : rng() % 700 + 2;
+      in.vals = random_values<std::int64_t>(in.keys.size(), rng);
+      for (const std::optional<bool> cache : {std::optional<bool>{}, std::optional<bool>{true}}) {
+        CAPTURE(cache.has_value());
+        options opts;
+        opts.block_bytes = 8192 * sizeof(std::uint64_t);
+        opts.run_cache = cache;
+        auto driver = make_driver(std::span<const std::uint64_t>(in.keys), std::span<const std::int64_t>(in.vals),
+                                  sum_count_min, opts);
+        const execution_params params{strategy_kind::workgroup_local, launch_config{2, width}};
+        // Asked for, the run cache keeps its runs and no queue.
+        CHECK(driver->use_cold_queue(params) == !cache.has_value());
+        driver->run_remaining(params);
+        const auto result = driver->finalize_to_host<std::int64_t, std::uint64_t, std::int64_t>();
+        for (const auto& block : result.stats.blocks) CHECK(block.cold_queue == !cache.has_value());
+        check_equal(result, reference(in));
+      }
+    }
+  }
 }
 
 TEST_CASE("WORKGROUPLOCAL's replicated local tables: exact for every copy count, hot keys and the empty marker") {
@@ -624,15 +680,23 @@ TEST_CASE("the run cache's hot-key register: the sample's hottest key, the empty
       in.keys.resize(40'003);
       for (auto& k : in.keys) k = rng() % 10 < 9 ? hot : rng() % 500;  // 90% one key
       in.vals = random_values<std::int64_t>(in.keys.size(), rng);
-      options opts;
-      opts.strategy = strategy;
-      opts.run_cache = true;  // WORKGROUPLOCAL's replicated tables would otherwise take the hot key
-      opts.block_bytes = 8192 * sizeof(std::uint64_t);
-      auto driver = make_driver(std::span<const std::uint64_t>(in.keys), std::span<const std::int64_t>(in.vals),
-                                sum_count_min, opts);
-      CHECK(driver->hot_key_share() > 0.8);
-      driver->run_remaining(execution_params{strategy, launch_config{2, 64}});
-      check_equal(driver->finalize_to_host<std::int64_t, std::uint64_t, std::int64_t>(), reference(in));
+      // Asked for, the register comes with the runs of other keys; chosen automatically (SHARED
+      // and a dominant key), the register alone. WORKGROUPLOCAL's replicated tables would
+      // otherwise take the hot key, so it runs with the run cache asked for only.
+      for (const std::optional<bool> cache : {std::optional<bool>{true}, std::optional<bool>{}}) {
+        if (!cache && strategy != strategy_kind::shared) continue;
+        CAPTURE(cache.has_value());
+        options opts;
+        opts.strategy = strategy;
+        opts.run_cache = cache;
+        opts.block_bytes = 8192 * sizeof(std::uint64_t);
+        auto driver = make_driver(std::span<const std::uint64_t>(in.keys), std::span<const std::int64_t>(in.vals),
+                                  sum_count_min, opts);
+        CHECK(driver->hot_key_share() > 0.8);
+        CHECK(driver->use_run_cache(execution_params{strategy, launch_config{2, 64}}));
+        driver->run_remaining(execution_params{strategy, launch_config{2, 64}});
+        check_equal(driver->finalize_to_host<std::int64_t, std::uint64_t, std::int64_t>(), reference(in));
+      }
     }
   }
 }

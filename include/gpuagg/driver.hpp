@@ -221,13 +221,13 @@ class aggregation_driver {
   /// one bucket would serialize (1.5 against 15 to 19 G tuples/s for a 90% heavy hitter on the
   /// H100, bench/results/h100/heavy_local.csv).
   /// With several hot keys (the sample's frequent keys fill a hot-key table), SHARED with that
-  /// table (kernels.inc: GPUAGG_HOT_TABLE) instead, measured on the H100 (bench/NOTES.md,
-  /// attempt 17).
+  /// table instead; so too for direct addressing with one dominant key (the run cache's
+  /// register), measured on the H100 (bench/NOTES.md, attempts 17 and 19).
   execution_params default_params() const {
     const execution_params local{strategy_kind::workgroup_local, initial_config(strategy_kind::workgroup_local)};
     if (feasible(local)) return local;
     const execution_params shared{strategy_kind::shared, initial_config(strategy_kind::shared)};
-    if (use_hot_table(shared)) return shared;
+    if (use_hot_table(shared) || (identity_scheme && hot_key_share_ >= dominant_key_share)) return shared;
     if (hot_key_share_ >= hot_key_threshold && infeasibility(local, false).empty()) return local;
     return shared;
   }
@@ -246,6 +246,20 @@ class aggregation_driver {
       return hot_table_share_ >= hot_table_min_share && !use_run_cache(params);
     }
   }
+  /// Whether WORKGROUPLOCAL's run-cache build queues cold rows (kernels.inc: GPUAGG_COLD_QUEUE):
+  /// when the run cache was chosen automatically (a dominant key; asked for, its runs are
+  /// wanted), the sample gave the hot key, and the queue fits in local memory beside the table.
+  bool use_cold_queue(const execution_params& params) const {
+    if (params.strategy != strategy_kind::workgroup_local || opts_.run_cache || hot_key_share_ == 0) return false;
+    if (!use_run_cache(params)) return false;
+    const std::uint64_t table = (local_capacity() + 1) * local_table_copies(params.config) * Bound::bucket_bytes;
+    const std::uint64_t queue = std::uint64_t{params.config.work_group_size} * cold_rows_per_item *
+                                (sizeof(bits_type) + sizeof(cl_uint));
+    return table + queue + 64 <= ctx_.info().local_mem_bytes;
+  }
+  /// Rows per work item between two drains of the cold-row queue (kernels.inc: GPUAGG_COLD_ROWS).
+  static constexpr std::uint32_t cold_rows_per_item = 8;
+
   /// The frequent keys' share of the sample from which SHARED uses the hot-key table.
   static constexpr double hot_table_min_share = 1.0 / 8;
   /// Keys in the hot-key table (the sample's most frequent ones that fit; 0 without a sample).
@@ -264,12 +278,14 @@ class aggregation_driver {
   bool use_run_cache(const execution_params& params) const {
     if (opts_.run_cache) return *opts_.run_cache;
     if (hot_key_share_ >= 0.99) return true;
-    if (hot_key_share_ < 0.75) return false;
+    if (hot_key_share_ < dominant_key_share) return false;
     return params.strategy != strategy_kind::workgroup_local || local_table_copies(params.config) == 1;
   }
 
   /// The sample's most frequent key's share of the rows.
   double hot_key_share() const noexcept { return hot_key_share_; }
+  /// From this share on, the sample's most frequent key dominates (the run cache's register).
+  static constexpr double dominant_key_share = 0.75;
   /// From this share on, the default strategy treats the input as skewed.
   static constexpr double hot_key_threshold = 1.0 / 16;
 
@@ -281,11 +297,13 @@ class aggregation_driver {
   /// the strategy's program on first use.
   /// `run_cache`: of the strategy's run-cache build (kernels.inc), which the driver uses only
   /// where this limit allows.
-  /// `hot_table` likewise, of the hot-key table's build.
-  std::uint32_t max_work_group_size(strategy_kind strategy, bool run_cache = false, bool hot_table = false) const {
-    auto& limit = kernel_limits_[variant(strategy, run_cache, hot_table)];
+  /// `hot_table` and `cold_queue` likewise, of the hot-key table's and the cold-row queue's builds.
+  std::uint32_t max_work_group_size(strategy_kind strategy, bool run_cache = false, bool hot_table = false,
+                                    bool cold_queue = false) const {
+    auto& limit = kernel_limits_[variant(strategy, run_cache, hot_table, cold_queue)];
     if (limit == 0) {
-      const auto kernel_limit = std::min<std::size_t>(kernel_work_group_limit(aggregate_kernel(strategy, run_cache, hot_table)),
+      const auto kernel_limit = std::min<std::size_t>(
+          kernel_work_group_limit(aggregate_kernel(strategy, run_cache, hot_table, cold_queue)),
                                                       ctx_.info().max_work_group_size);
       limit = 1;
       while (limit * 2 <= kernel_limit) limit *= 2;
@@ -458,6 +476,7 @@ class aggregation_driver {
     execution_params params;
     std::uint64_t rows = 0;
     bool hot_table = false;  // ran with the hot-key table (use_hot_table)
+    bool cold_queue = false;  // ran with the cold-row queue (use_cold_queue)
   };
 
   template <std::size_t J>
@@ -695,30 +714,35 @@ class aggregation_driver {
     }
   }
 
-  /// Index of a strategy's program build, without or with the run cache and the hot-key table.
-  static std::size_t variant(strategy_kind strategy, bool run_cache, bool hot_table = false) {
-    return static_cast<std::size_t>(strategy) * 4 + (run_cache ? 1 : 0) + (hot_table ? 2 : 0);
+  /// Index of a strategy's program build, without or with the run cache, the hot-key table
+  /// (SHARED) and the cold-row queue (WORKGROUPLOCAL).
+  static std::size_t variant(strategy_kind strategy, bool run_cache, bool hot_table = false, bool cold_queue = false) {
+    return static_cast<std::size_t>(strategy) * 8 + (run_cache ? 1 : 0) + (hot_table ? 2 : 0) + (cold_queue ? 4 : 0);
   }
 
-  /// The strategy's program; with `run_cache` or `hot_table`, built with -DGPUAGG_RUN_CACHE or
-  /// -DGPUAGG_HOT_TABLE (kernels.inc), other programs of the same source that the context caches
-  /// separately. An interleaved table adds -DGPUAGG_INTERLEAVED to every build of the query.
-  cl::Program program(strategy_kind strategy, bool run_cache = false, bool hot_table = false) const {
-    auto& slot = programs_[variant(strategy, run_cache, hot_table)];
+  /// The strategy's program; with `run_cache`, `hot_table` or `cold_queue`, built with
+  /// -DGPUAGG_RUN_CACHE, -DGPUAGG_HOT_TABLE or -DGPUAGG_COLD_QUEUE (kernels.inc), other programs
+  /// of the same source that the context caches separately. An interleaved table adds
+  /// -DGPUAGG_INTERLEAVED to every build of the query.
+  cl::Program program(strategy_kind strategy, bool run_cache = false, bool hot_table = false,
+                      bool cold_queue = false) const {
+    auto& slot = programs_[variant(strategy, run_cache, hot_table, cold_queue)];
     if (!slot()) {
       std::string build_options;
       const auto add = [&](const char* define) { build_options += build_options.empty() ? define : std::string(" ") + define; };
       if (run_cache) add("-DGPUAGG_RUN_CACHE");
       if (hot_table) add("-DGPUAGG_HOT_TABLE");
+      if (cold_queue) add("-DGPUAGG_COLD_QUEUE");
       if (interleaved_) add("-DGPUAGG_INTERLEAVED");
       slot = ctx_.program(program_source_for<Bound>(strategy), build_options);
     }
     return slot;
   }
 
-  cl::Kernel& aggregate_kernel(strategy_kind strategy, bool run_cache = false, bool hot_table = false) const {
-    auto& slot = aggregate_kernels_[variant(strategy, run_cache, hot_table)];
-    if (!slot()) slot = ctx_.kernel(program(strategy, run_cache, hot_table), "gpuagg_aggregate");
+  cl::Kernel& aggregate_kernel(strategy_kind strategy, bool run_cache = false, bool hot_table = false,
+                               bool cold_queue = false) const {
+    auto& slot = aggregate_kernels_[variant(strategy, run_cache, hot_table, cold_queue)];
+    if (!slot()) slot = ctx_.kernel(program(strategy, run_cache, hot_table, cold_queue), "gpuagg_aggregate");
     return slot;
   }
 
@@ -930,8 +954,11 @@ class aggregation_driver {
         use_run_cache(params) && params.config.work_group_size <= max_work_group_size(params.strategy, true);
     const bool hot_table = use_hot_table(params) &&
                            params.config.work_group_size <= max_work_group_size(params.strategy, run_cache, true);
+    const bool cold_queue = run_cache && use_cold_queue(params) &&
+                            params.config.work_group_size <= max_work_group_size(params.strategy, true, false, true);
     pending.hot_table = hot_table;
-    cl::Kernel& kernel = aggregate_kernel(params.strategy, run_cache, hot_table);
+    pending.cold_queue = cold_queue;
+    cl::Kernel& kernel = aggregate_kernel(params.strategy, run_cache, hot_table, cold_queue);
     cl_uint arg = 0;
     for (const auto& input : inputs) set_arg(kernel, arg, input);
     set_arg(kernel, arg, row_begin);
@@ -980,6 +1007,11 @@ class aggregation_driver {
       set_arg(kernel, arg, cl_uint(identity_scheme ? 0 : detail::log2_exact(buckets)));
       set_arg(kernel, arg, cl_uint(buckets));
       set_arg(kernel, arg, cl_uint(copies));
+      if (cold_queue) {
+        const std::uint64_t entries = std::uint64_t{config.work_group_size} * cold_rows_per_item;
+        set_arg(kernel, arg, cl::Local(entries * sizeof(bits_type)));
+        set_arg(kernel, arg, cl::Local(entries * sizeof(cl_uint)));
+      }
     } else if (params.strategy == strategy_kind::independent) {
       const auto buckets = private_capacity(config);
       ensure_private_tables(total_threads(config) * (buckets + 1));
@@ -1092,7 +1124,7 @@ class aggregation_driver {
     const double aggregate = detail::event_seconds(block.kernel);
     double partition = 0;
     for (const auto& event : block.partition) partition += detail::event_seconds(event);
-    stats_.blocks.push_back({block.params, block.rows, aggregate, partition, block.hot_table});
+    stats_.blocks.push_back({block.params, block.rows, aggregate, partition, block.hot_table, block.cold_queue});
     stats_.aggregate_seconds += aggregate;
     stats_.partition_seconds += partition;
     const double seconds = aggregate + partition;
@@ -1207,9 +1239,9 @@ class aggregation_driver {
   std::size_t builds_before_ = 0;
   cl::Program home_program_;
   // Per strategy, without and with the run cache and the hot-key table (variant()).
-  mutable std::array<cl::Program, 12> programs_;
-  mutable std::array<cl::Kernel, 12> aggregate_kernels_;
-  mutable std::array<std::uint32_t, 12> kernel_limits_{};
+  mutable std::array<cl::Program, 24> programs_;
+  mutable std::array<cl::Kernel, 24> aggregate_kernels_;
+  mutable std::array<std::uint32_t, 24> kernel_limits_{};
   std::vector<bits_type> hot_keys_;  // the hot-key table's keys (use_hot_table), most frequent first
   double hot_table_share_ = 0;       // their share of the sample
   std::uint32_t hot_capacity_ = 0;   // the hot-key table's buckets (a power of two, at most half full)

@@ -61,7 +61,8 @@ struct options {
   /// a quarter of local memory, at most 32). More copies spread the atomics of a few hot groups.
   std::uint32_t local_table_copies = 0;
   /// Combine each work item's runs of one key in private variables before the table (SHARED,
-  /// WORKGROUPLOCAL). Default: when the key sample shows one dominant key.
+  /// WORKGROUPLOCAL), after a register for the sample's most frequent key. Default: when the key
+  /// sample shows one dominant key.
   std::optional<bool> run_cache;
   /// Put the sample's most frequent keys in a table in local memory per work group in front of
   /// SHARED's global table (hash schemes; kernels.inc: GPUAGG_HOT_TABLE), so that their updates

@@ -21,6 +21,7 @@ struct block_record {
   double aggregate_seconds = 0;
   double partition_seconds = 0;  ///< PARTITION's kernels before it (0 when not partitioned)
   bool hot_table = false;        ///< SHARED with the hot-key table in local memory (kernels.inc)
+  bool cold_queue = false;       ///< WORKGROUPLOCAL with the cold-row queue (kernels.inc)
 };
 
 /// How a query ran.
