@@ -264,6 +264,7 @@ struct measurement {
   std::size_t cold_queue_blocks = 0;  // blocks that ran WORKGROUPLOCAL with the cold-row queue
   double setup_seconds = 0;  // the driver's constructor: sample, programs, table, INITIALIZE
   double wall_seconds = 0;
+  host_phase_seconds host;   // the driver's host time by phase (query_stats::host)
   bool verified = false;
   /// Profiled kernel time of the whole query: INITIALIZE, PARTITION, AGGREGATE, MERGE and FINALIZE.
   double kernel_seconds() const {
@@ -294,7 +295,9 @@ struct output {
          << m.merge_seconds * 1e3 << ',' << m.setup_seconds * 1e3 << ',' << m.kernel_seconds() * 1e3 << ','
          << (m.kernel_seconds() > 0 ? double(rows_total) / m.kernel_seconds() / 1e9 : 0) << ',' << s->block_mib << ','
          << s->local_copies << ',' << m.partition_seconds * 1e3 << ',' << s->partitions << ',' << s->interleaved
-         << ',' << m.hot_table_blocks << ',' << m.cold_queue_blocks << '\n';
+         << ',' << m.hot_table_blocks << ',' << m.host.sample * 1e3 << ',' << m.host.profile * 1e3 << ','
+         << m.host.programs * 1e3 << ',' << m.host.buffers * 1e3 << ',' << m.host.enqueue * 1e3 << ','
+         << m.host.wait * 1e3 << ',' << m.host.growth * 1e3 << ',' << m.host.finalize * 1e3 << ',' << m.cold_queue_blocks << '\n';
   }
 };
 
@@ -302,7 +305,8 @@ constexpr const char* csv_header =
     "device,driver,input,distribution,key_type,value_type,rows,groups,system,work_groups_per_cu,work_group_size,mode,rep,"
     "blocks_measured,block_mean_us,block_cv,aggregate_ms,initialize_ms,finalize_ms,wall_ms,gtuples_per_s_blocks,"
     "gtuples_per_s_query,peak_device_bytes,verified,merge_ms,setup_ms,kernel_ms,gtuples_per_s_kernels,block_mib,"
-    "local_copies,partition_ms,partitions,interleaved,hot_table_blocks,cold_queue_blocks\n";
+    "local_copies,partition_ms,partitions,interleaved,hot_table_blocks,host_sample_ms,host_profile_ms,host_programs_ms,"
+    "host_buffers_ms,host_enqueue_ms,host_wait_ms,host_growth_ms,host_finalize_ms,cold_queue_blocks\n";
 
 template <class Key, class Value>
 class bench {
@@ -409,6 +413,7 @@ class bench {
       m.cold_queue_blocks += b.cold_queue ? 1 : 0;
     }
     m.setup_seconds = on_device.stats.setup_seconds;
+    m.host = on_device.stats.host;
     m.peak_device_bytes = on_device.stats.peak_device_bytes;
     m.verified = on_device.size == data_.expected_groups &&
                  device_checksum<Key, sum_type>(ctx_, on_device.keys, on_device.template column<0>(), on_device.size) ==

@@ -270,6 +270,16 @@ if [[ $stage == 19 ]]; then
   join_csv $OUT/skew_19.csv $tmp/skew_*.csv
   exit
 fi
+if [[ $stage == 20 ]]; then
+  # Fixed host cost per query (attempt 16): target 1's group counts, whole queries with the host
+  # time per phase (CSV columns host_*_ms). s20_wall_before.csv and s20_wall_pageable.csv are the
+  # same sweep in the same lease, built with the driver's earlier waits restored (host timing
+  # kept), and with only the counters' and the sample's reads into pageable memory restored.
+  log=$OUT/stage20.log; deadline=$((SECONDS + ${2:-120}))
+  step 100 wall $bench --rows-log2 27 --groups-log2 0:10 --strategies workgroup_local,direct --configs 4x256,16x256 \
+    --probe-blocks 1 --reps 1 --query-reps 9 --csv $OUT/wall_20.csv
+  exit
+fi
 if [[ $stage == 21 ]]; then
   # SHARED's hot-key table (attempt 17): zipf keys with the table (automatic) and without it, the
   # default strategy beside them; group counts around target 3's misses (2^16-2^24).

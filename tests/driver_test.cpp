@@ -700,3 +700,77 @@ TEST_CASE("the run cache's hot-key register: the sample's hottest key, the empty
     }
   }
 }
+
+TEST_CASE("the host phases of a query are filled, add up to at most its wall time; deferred profiles are kept") {
+  const auto seed = fresh_seed();
+  CAPTURE(seed);
+  std::mt19937_64 rng(seed);
+  const auto in = make_input(120'000, 20'000, distribution::uniform, rng);
+  const auto expected = reference(in);
+  const auto phases_consistent = [](const query_stats& s) {
+    const auto& h = s.host;
+    for (const double phase : {h.sample, h.profile, h.programs, h.buffers, h.enqueue, h.wait, h.growth, h.finalize}) {
+      CHECK(phase >= 0.0);
+    }
+    CHECK(h.sample + h.profile + h.programs + h.buffers <= s.setup_seconds);
+    CHECK(h.total() <= s.wall_seconds);
+    CHECK(s.setup_seconds <= s.wall_seconds);
+  };
+  SUBCASE("host input and result, sampled, with growths") {
+    options opts;
+    opts.expected_groups = 100;  // the table grows, and rows spill
+    opts.block_bytes = 128 << 10;
+    const auto r = group_by(in.keys, in.vals, sum_count_min, opts);
+    check_equal(r, expected);
+    REQUIRE(r.stats.table_growths >= 1);
+    phases_consistent(r.stats);
+    CHECK(r.stats.host.sample > 0);  // no strategy given: the sample picks it
+    CHECK(r.stats.host.profile > 0);
+    CHECK(r.stats.host.programs > 0);
+    CHECK(r.stats.host.buffers > 0);
+    CHECK(r.stats.host.enqueue > 0);
+    CHECK(r.stats.host.wait > 0);
+    CHECK(r.stats.host.growth > 0);
+    CHECK(r.stats.host.finalize > 0);
+    // Profiled times of commands the driver did not wait for when it enqueued them.
+    CHECK(r.stats.initialize_seconds > 0);
+    CHECK(r.stats.merge_seconds > 0);
+    CHECK(r.stats.finalize_seconds > 0);
+  }
+  SUBCASE("device input and result, no sample, growths") {
+    context& c = ctx();
+    cl::Buffer k(c.cl_context(), CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, in.keys.size() * 8,
+                 const_cast<std::uint64_t*>(in.keys.data()));
+    cl::Buffer v(c.cl_context(), CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, in.vals.size() * 8,
+                 const_cast<std::int64_t*>(in.vals.data()));
+    options opts;
+    opts.expected_groups = 100;
+    opts.strategy = strategy_kind::shared;  // with a hint: nothing to sample for
+    opts.block_bytes = 128 << 10;
+    const auto on_device = group_by_on_device(device_column<std::uint64_t>(k, in.keys.size()),
+                                              device_column<std::int64_t>(v, in.vals.size()), sum_count_min, opts);
+    const auto& s = on_device.stats;
+    REQUIRE(s.table_growths >= 1);
+    phases_consistent(s);
+    CHECK(s.host.sample == 0);
+    CHECK(s.host.profile == 0);
+    CHECK(s.host.growth > 0);
+    CHECK(s.host.finalize > 0);
+    CHECK(s.initialize_seconds > 0);
+    CHECK(s.merge_seconds > 0);
+    // The result's size comes from the counters of the last growth or completion.
+    REQUIRE(on_device.size == expected.size());
+    result<std::uint64_t, std::int64_t, std::uint64_t, std::int64_t> copied;
+    auto& queue = c.compute_queue();
+    copied.keys.resize(on_device.size);
+    queue.enqueueReadBuffer(on_device.keys, CL_TRUE, 0, on_device.size * 8, copied.keys.data());
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      ((std::get<I>(copied.columns).resize(on_device.size),
+        queue.enqueueReadBuffer(on_device.column<I>(), CL_TRUE, 0, on_device.size * 8,
+                                std::get<I>(copied.columns).data())),
+       ...);
+    }(std::make_index_sequence<3>{});
+    copied.stats.groups = on_device.size;
+    check_equal(copied, expected);
+  }
+}

@@ -63,6 +63,25 @@ inline void wait_for(const cl::Event& event, const char* what) {
   if (status < 0) check(status, what);
 }
 
+/// Adds the host time from its construction to stop() (or its end) to one phase of
+/// query_stats::host.
+class phase_clock {
+ public:
+  explicit phase_clock(double& phase) : phase_(&phase), start_(std::chrono::steady_clock::now()) {}
+  phase_clock(const phase_clock&) = delete;
+  phase_clock& operator=(const phase_clock&) = delete;
+  ~phase_clock() { stop(); }
+  void stop() {
+    if (phase_ == nullptr) return;
+    *phase_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    phase_ = nullptr;
+  }
+
+ private:
+  double* phase_;
+  std::chrono::steady_clock::time_point start_;
+};
+
 /// What a sample of keys says: the number of groups (the GEE estimator of Charikar et al.:
 /// sqrt(N/n) * f1 + sum_{j>=2} f_j, bounded by [distinct in sample, rows]) and the share of the
 /// sample its most frequent key holds, and that key. One frequency count serves both.
@@ -191,6 +210,7 @@ class aggregation_driver {
       ctx_.transfer_queue().finish();
     }
     for (auto& [handle, held] : held_) ctx_.recycle(held.first, held.second);
+    if (readback_.buffer()) ctx_.recycle_pinned(readback_class_, readback_);
     for (auto& slot : staging_) {
       for (std::size_t c = 0; c < slot.pinned.size(); ++c) {
         if (slot.pinned[c].buffer()) ctx_.recycle_pinned(slot.pinned_class[c], slot.pinned[c]);
@@ -392,37 +412,10 @@ class aggregation_driver {
       return out;
     }
     if (blocks_left() > 0) run_remaining();
-    const auto meta = read_meta();
-    const std::uint64_t groups = meta[detail::meta_groups] + (meta[detail::meta_special] ? 1 : 0);
-    const std::size_t n = static_cast<std::size_t>(std::max<std::uint64_t>(groups, 1));
-    out.size = groups;
-    out.keys = allocate_owned(n * sizeof(typename key_policy::value_type), "the result's keys");
-    std::apply([&](auto&... b) { ((b = allocate_owned(n * sizeof(Outputs), "a result column")), ...); }, out.columns);
-    auto count = allocate(sizeof(cl_ulong), "the result counter");
-    const cl_ulong zero = 0;
-    detail::check(ctx_.compute_queue().enqueueFillBuffer(count, zero, 0, sizeof(cl_ulong)), "clearing the counter");
-    cl::Kernel finalize = ctx_.kernel(home_program_, "gpuagg_finalize");
-    cl_uint arg = 0;
-    set_table_args(finalize, arg, table_);
-    set_arg(finalize, arg, cl_uint(table_.capacity));
-    set_arg(finalize, arg, key_min());
-    set_arg(finalize, arg, meta_);
-    set_arg(finalize, arg, count);
-    set_arg(finalize, arg, out.keys);
-    std::apply([&](auto&... b) { (set_arg(finalize, arg, b), ...); }, out.columns);
-    cl::Event done;
-    const std::size_t local = std::min<std::size_t>(256, kernel_work_group_limit(finalize));
-    launch(finalize, cover(table_.capacity + 1, local), local, "FINALIZE", &done);
-    detail::wait_for(done, "FINALIZE");
-    stats_.finalize_seconds += detail::event_seconds(done);
-    cl_ulong written = 0;
-    detail::check(ctx_.compute_queue().enqueueReadBuffer(count, CL_TRUE, 0, sizeof(written), &written),
-                  "reading the result count");
-    if (written != groups) {
-      throw error("internal error: FINALIZE wrote " + std::to_string(written) + " groups, the table holds " +
-                  std::to_string(groups));
-    }
-    stats_.groups = groups;
+    detail::phase_clock clock(stats_.host.finalize);
+    const auto done = enqueue_finalize(out, true);
+    await_finalize(out.size, done, {});
+    clock.stop();
     finish_stats();
     out.stats = stats_;
     return out;
@@ -431,23 +424,37 @@ class aggregation_driver {
   /// FINALIZE and copy the result to the host.
   template <class... Outputs>
   result<typename key_policy::value_type, Outputs...> finalize_to_host() {
-    auto on_device = finalize_on_device<Outputs...>();
     result<typename key_policy::value_type, Outputs...> out;
-    out.keys.resize(on_device.size);
+    if (rows_ == 0) {
+      finish_stats();
+      out.stats = stats_;
+      return out;
+    }
+    if (blocks_left() > 0) run_remaining();
+    detail::phase_clock clock(stats_.host.finalize);
+    // The device result lives in the query's pooled buffers; the copies queue up behind
+    // FINALIZE, and one wait covers both.
+    device_result<typename key_policy::value_type, Outputs...> on_device;
+    const auto done = enqueue_finalize(on_device, false);
+    const std::size_t n = on_device.size;
     auto& queue = ctx_.compute_queue();
-    if (on_device.size > 0) {
-      detail::check(queue.enqueueReadBuffer(on_device.keys, CL_FALSE, 0,
-                                            on_device.size * sizeof(typename key_policy::value_type), out.keys.data()),
+    std::vector<cl::Event> reads;
+    out.keys.resize(n);
+    if (n > 0) {
+      reads.resize(1 + sizeof...(Outputs));
+      detail::check(queue.enqueueReadBuffer(on_device.keys, CL_FALSE, 0, n * sizeof(typename key_policy::value_type),
+                                            out.keys.data(), nullptr, &reads[0]),
                     "reading the result keys");
       [&]<std::size_t... I>(std::index_sequence<I...>) {
-        ((std::get<I>(out.columns).resize(on_device.size),
-          detail::check(queue.enqueueReadBuffer(std::get<I>(on_device.columns), CL_FALSE, 0,
-                                                on_device.size * sizeof(Outputs), std::get<I>(out.columns).data()),
+        ((std::get<I>(out.columns).resize(n),
+          detail::check(queue.enqueueReadBuffer(std::get<I>(on_device.columns), CL_FALSE, 0, n * sizeof(Outputs),
+                                                std::get<I>(out.columns).data(), nullptr, &reads[1 + I]),
                         "reading a result column")),
          ...);
       }(std::index_sequence_for<Outputs...>{});
-      detail::check(queue.finish(), "reading the result");
     }
+    await_finalize(n, done, reads);
+    clock.stop();
     finish_stats();
     out.stats = stats_;
     return out;
@@ -539,7 +546,11 @@ class aggregation_driver {
     const bool estimate = !identity_scheme && !opts_.expected_groups;
     detail::sample_profile profile;
     if (estimate || !opts_.strategy || opts_.hot_table.value_or(false)) {
-      profile = detail::profile_sample(sample_keys(), rows_);
+      detail::phase_clock sampling(stats_.host.sample);
+      const auto sample = sample_keys();
+      sampling.stop();
+      const detail::phase_clock counting(stats_.host.profile);
+      profile = detail::profile_sample(sample, rows_);
     }
     hot_key_share_ = profile.hottest_key_share;
     hot_key_ = static_cast<bits_type>(profile.hottest_key);
@@ -561,12 +572,21 @@ class aggregation_driver {
     }
     interleaved_ = use_interleaved_table(capacity);
     // The first program built also provides INITIALIZE, MERGE and FINALIZE.
+    detail::phase_clock programs(stats_.host.programs);
     home_program_ = program(default_params_for_setup());
+    programs.stop();
+    const detail::phase_clock buffers(stats_.host.buffers);
+    // Nothing in the set-up waits for the device: the counters' clear and INITIALIZE precede
+    // every AGGREGATE on the in-order compute queue, and their errors and profiled times are
+    // collected at the first wait for a block (settle_deferred()).
     meta_ = allocate(detail::meta_words * sizeof(cl_ulong), "the query's counters");
-    const std::array<cl_ulong, detail::meta_words> zeros{};
-    detail::check(ctx_.compute_queue().enqueueWriteBuffer(meta_, CL_TRUE, 0, sizeof(zeros), zeros.data()),
-                  "clearing the query's counters");
-    meta_mirror_.assign(window_ * detail::meta_words, 0);
+    clear_meta(0, detail::meta_words, "clearing the query's counters");
+    // The counters are read back into pinned memory: a non-blocking read into pageable memory
+    // may be staged, or done synchronously, by the driver.
+    std::tie(readback_, readback_class_) =
+        ctx_.pooled_pinned((window_ * detail::meta_words + 1) * sizeof(cl_ulong), "the counters' host copy");
+    meta_mirror_ = static_cast<cl_ulong*>(readback_.mapped);
+    finalize_count_ = meta_mirror_ + window_ * detail::meta_words;
     table_ = make_table(capacity);
     spill_capacity_ = static_cast<std::uint64_t>(block_rows_) * window_;
     if (spill_capacity_ >= (std::uint64_t{1} << 32)) throw invalid_argument_error("block_bytes is too large");
@@ -811,8 +831,7 @@ class aggregation_driver {
     cl::Event done;
     const std::size_t local = std::min<std::size_t>(256, kernel_work_group_limit(init));
     launch(init, cover(capacity + 1, local), local, "INITIALIZE", &done);
-    detail::wait_for(done, "INITIALIZE");
-    stats_.initialize_seconds += detail::event_seconds(done);
+    defer(done, "INITIALIZE", &query_stats::initialize_seconds);
     stats_.table_capacity = capacity;
     return t;
   }
@@ -866,8 +885,12 @@ class aggregation_driver {
     set_arg(gather, arg, out);
     const std::size_t local = std::min<std::size_t>(256, kernel_work_group_limit(gather));
     launch(gather, cover(n, local), local, "sampling the key column", nullptr);
-    detail::check(ctx_.compute_queue().enqueueReadBuffer(out, CL_TRUE, 0, n * sizeof(bits_type), sample.data()),
-                  "reading the key sample");
+    // Read into pinned memory (a direct copy; a read into pageable memory may be staged).
+    auto [pinned, size_class] = ctx_.pooled_pinned(n * sizeof(bits_type), "the key sample's host copy");
+    const cl_int read = ctx_.compute_queue().enqueueReadBuffer(out, CL_TRUE, 0, n * sizeof(bits_type), pinned.mapped);
+    if (read == CL_SUCCESS) std::memcpy(sample.data(), pinned.mapped, n * sizeof(bits_type));
+    ctx_.recycle_pinned(size_class, pinned);
+    detail::check(read, "reading the key sample");
     release(n * sizeof(bits_type));
     recycle(out);
     return sample;
@@ -896,6 +919,63 @@ class aggregation_driver {
                   what);
   }
 
+  struct finalize_events {
+    cl::Event kernel;
+    cl::Event count_read;
+  };
+
+  /// Enqueues FINALIZE into new result buffers (`owned`: the caller's, else pooled ones the query
+  /// releases) and the read of its count; waits for nothing. The table's size comes from the
+  /// counters the last completion (or growth) read: no command has changed them since.
+  template <class... Outputs>
+  finalize_events enqueue_finalize(device_result<typename key_policy::value_type, Outputs...>& out, bool owned) {
+    const std::uint64_t groups = known_meta_[detail::meta_groups] + (known_meta_[detail::meta_special] ? 1 : 0);
+    const std::size_t n = static_cast<std::size_t>(std::max<std::uint64_t>(groups, 1));
+    out.size = groups;
+    const auto result_buffer = [&](std::uint64_t bytes, const char* what) {
+      return owned ? allocate_owned(bytes, what) : allocate(bytes, what);
+    };
+    out.keys = result_buffer(n * sizeof(typename key_policy::value_type), "the result's keys");
+    std::apply([&](auto&... b) { ((b = result_buffer(n * sizeof(Outputs), "a result column")), ...); }, out.columns);
+    auto count = allocate(sizeof(cl_ulong), "the result counter");
+    const cl_ulong zero = 0;
+    detail::check(ctx_.compute_queue().enqueueFillBuffer(count, zero, 0, sizeof(cl_ulong)), "clearing the counter");
+    cl::Kernel finalize = ctx_.kernel(home_program_, "gpuagg_finalize");
+    cl_uint arg = 0;
+    set_table_args(finalize, arg, table_);
+    set_arg(finalize, arg, cl_uint(table_.capacity));
+    set_arg(finalize, arg, key_min());
+    set_arg(finalize, arg, meta_);
+    set_arg(finalize, arg, count);
+    set_arg(finalize, arg, out.keys);
+    std::apply([&](auto&... b) { (set_arg(finalize, arg, b), ...); }, out.columns);
+    finalize_events done;
+    const std::size_t local = std::min<std::size_t>(256, kernel_work_group_limit(finalize));
+    launch(finalize, cover(table_.capacity + 1, local), local, "FINALIZE", &done.kernel);
+    detail::check(ctx_.compute_queue().enqueueReadBuffer(count, CL_FALSE, 0, sizeof(cl_ulong), finalize_count_,
+                                                         nullptr, &done.count_read),
+                  "reading the result count");
+    detail::check(ctx_.compute_queue().flush(), "starting FINALIZE");
+    return done;
+  }
+
+  /// One wait for FINALIZE, its count and `reads` (the result's copies, queued after them on the
+  /// in-order compute queue), then each command's status in queue order and FINALIZE's
+  /// profiled time.
+  void await_finalize(std::uint64_t groups, const finalize_events& done, const std::vector<cl::Event>& reads) {
+    (void)(reads.empty() ? done.count_read : reads.back()).wait();
+    settle_deferred();
+    detail::wait_for(done.kernel, "FINALIZE");
+    stats_.finalize_seconds += detail::event_seconds(done.kernel);
+    detail::wait_for(done.count_read, "reading the result count");
+    for (const auto& read : reads) detail::wait_for(read, "reading the result");
+    if (*finalize_count_ != groups) {
+      throw error("internal error: FINALIZE wrote " + std::to_string(*finalize_count_) + " groups, the table holds " +
+                  std::to_string(groups));
+    }
+    stats_.groups = groups;
+  }
+
   std::array<cl_ulong, detail::meta_words> read_meta() {
     std::array<cl_ulong, detail::meta_words> meta{};
     detail::check(ctx_.compute_queue().enqueueReadBuffer(meta_, CL_TRUE, 0, sizeof(meta), meta.data()),
@@ -903,7 +983,49 @@ class aggregation_driver {
     return meta;
   }
 
+  /// Zeroes `words` counters from `first` on the compute queue, without waiting: the kernels
+  /// after it on the in-order queue see the zeros.
+  /// The counters, read after the deferred commands, whose failures are reported as theirs.
+  std::array<cl_ulong, detail::meta_words> read_meta_settled() {
+    std::array<cl_ulong, detail::meta_words> meta{};
+    cl::Event read;
+    detail::check(ctx_.compute_queue().enqueueReadBuffer(meta_, CL_FALSE, 0, sizeof(meta), meta.data(), nullptr, &read),
+                  "reading the query's counters");
+    (void)read.wait();  // its status is checked below, after the earlier commands'
+    settle_deferred();
+    detail::wait_for(read, "reading the query's counters");
+    return meta;
+  }
+
+  void clear_meta(std::size_t first, std::size_t words, const char* what) {
+    const cl_ulong zero = 0;
+    detail::check(ctx_.compute_queue().enqueueFillBuffer(meta_, zero, first * sizeof(cl_ulong), words * sizeof(cl_ulong)),
+                  what);
+  }
+
+  /// Commands the driver does not wait for when it enqueues them (INITIALIZE, MERGE): their
+  /// status and profiled time are collected by settle_deferred().
+  struct deferred_command {
+    cl::Event event;
+    const char* what;
+    double query_stats::*seconds;
+  };
+  void defer(const cl::Event& event, const char* what, double query_stats::*seconds) {
+    deferred_.push_back({event, what, seconds});
+  }
+  /// Checks each deferred command's status (a failure throws, named as the command) and adds its
+  /// profiled time to the stats. Called after a wait for a later command of the in-order
+  /// compute queue, so the events have completed and nothing waits here.
+  void settle_deferred() {
+    for (const auto& command : deferred_) {
+      detail::wait_for(command.event, command.what);
+      stats_.*command.seconds += detail::event_seconds(command.event);
+    }
+    deferred_.clear();
+  }
+
   pending_block enqueue_block(const execution_params& params) {
+    const detail::phase_clock clock(stats_.host.enqueue);
     const std::size_t block = next_block_++;
     const std::uint64_t first = std::uint64_t(block) * block_rows_;
     const std::uint64_t count = std::min<std::uint64_t>(block_rows_, rows_ - first);
@@ -1025,7 +1147,7 @@ class aggregation_driver {
     const auto global = static_cast<std::size_t>(total_threads(config));
     launch(kernel, global, local, "AGGREGATE", &pending.kernel, ready.empty() ? nullptr : &ready);
     detail::check(ctx_.compute_queue().enqueueReadBuffer(meta_, CL_FALSE, 0, detail::meta_words * sizeof(cl_ulong),
-                                                         meta_mirror_.data() + pending.slot * detail::meta_words,
+                                                         meta_mirror_ + pending.slot * detail::meta_words,
                                                          nullptr, &pending.meta_read),
                   "reading the query's counters");
     detail::check(ctx_.compute_queue().flush(), "starting AGGREGATE");
@@ -1119,8 +1241,15 @@ class aggregation_driver {
 
   /// Waits for a block, records it, and grows the table if it filled.
   double complete(pending_block& block) {
+    detail::phase_clock waiting(stats_.host.wait);
+    // One wait, for the counters' read: it follows AGGREGATE (and INITIALIZE, PARTITION) on the
+    // in-order compute queue, so they have finished too. Their statuses are checked in queue
+    // order, so a failure is named by the command that failed.
+    (void)block.meta_read.wait();
+    settle_deferred();
     detail::wait_for(block.kernel, "AGGREGATE");
     detail::wait_for(block.meta_read, "reading the query's counters");
+    waiting.stop();
     const double aggregate = detail::event_seconds(block.kernel);
     double partition = 0;
     for (const auto& event : block.partition) partition += detail::event_seconds(event);
@@ -1129,8 +1258,9 @@ class aggregation_driver {
     stats_.partition_seconds += partition;
     const double seconds = aggregate + partition;
     if (block.generation != generation_) return seconds;  // a growth since has accounted for it
-    const cl_ulong* meta = meta_mirror_.data() + block.slot * detail::meta_words;
+    const cl_ulong* meta = meta_mirror_ + block.slot * detail::meta_words;
     if (meta[detail::meta_lost]) throw error("internal error: the spill area overflowed");
+    std::copy(meta, meta + detail::meta_words, known_meta_.begin());
     known_groups_ = meta[detail::meta_groups];
     if (meta[detail::meta_spilled] > 0) {
       if constexpr (identity_scheme) {
@@ -1148,6 +1278,7 @@ class aggregation_driver {
 
   /// Rehashes into a larger table and merges the spill area (every in-flight block first).
   void grow() {
+    const detail::phase_clock clock(stats_.host.growth);
     detail::check(ctx_.compute_queue().finish(), "waiting for AGGREGATE");
     auto meta = read_meta();
     if (meta[detail::meta_lost]) throw error("internal error: the spill area overflowed");
@@ -1155,20 +1286,18 @@ class aggregation_driver {
     const std::uint64_t spilled = meta[detail::meta_spilled];
     const std::uint64_t capacity = std::max(table_capacity_for(groups + spilled), table_.capacity * 2);
     table_buffers old = std::move(table_);
+    // INITIALIZE, the counter resets and the merges queue up without host waits; the counters'
+    // read after them is the one wait, and only then does the old table go back to the pool.
     table_ = make_table(capacity);
-    const cl_ulong zero = 0;
-    auto& queue = ctx_.compute_queue();
-    detail::check(queue.enqueueWriteBuffer(meta_, CL_TRUE, detail::meta_groups * sizeof(cl_ulong), sizeof(zero), &zero),
-                  "resetting the group counter");
+    clear_meta(detail::meta_groups, 1, "resetting the group counter");
     merge(old, old.capacity + (meta[detail::meta_special] ? 1 : 0), old.capacity);
     merge(spill_, spilled, 0);
-    detail::check(queue.enqueueWriteBuffer(meta_, CL_TRUE, detail::meta_spilled * sizeof(cl_ulong), sizeof(zero),
-                                           &zero),
-                  "resetting the spill counter");
-    meta = read_meta();
+    clear_meta(detail::meta_spilled, 1, "resetting the spill counter");
+    meta = read_meta_settled();
     if (meta[detail::meta_lost]) throw error("internal error: a merge found no bucket");
     release(table_bytes(old));
     recycle(old);
+    known_meta_ = meta;
     known_groups_ = meta[detail::meta_groups];
     stats_.spilled_entries += spilled;
     ++stats_.table_growths;
@@ -1191,8 +1320,7 @@ class aggregation_driver {
     cl::Event done;
     const std::size_t local = std::min<std::size_t>(256, kernel_work_group_limit(kernel));
     launch(kernel, cover(entries, local), local, "MERGE", &done);
-    detail::wait_for(done, "MERGE");
-    stats_.merge_seconds += detail::event_seconds(done);
+    defer(done, "MERGE", &query_stats::merge_seconds);
   }
 
   void ensure_private_tables(std::uint64_t buckets) {
@@ -1247,7 +1375,12 @@ class aggregation_driver {
   std::uint32_t hot_capacity_ = 0;   // the hot-key table's buckets (a power of two, at most half full)
   cl::Buffer hot_keys_buffer_;       // hot_keys_ on the device (made on first use)
   cl::Buffer meta_;
-  std::vector<cl_ulong> meta_mirror_;
+  detail::buffer_pool::pinned_buffer readback_;  // pinned host memory: the counters' copies, then FINALIZE's count
+  std::uint64_t readback_class_ = 0;
+  cl_ulong* meta_mirror_ = nullptr;  // in readback_: the counters after each block in flight, by slot
+  std::array<cl_ulong, detail::meta_words> known_meta_{};  // the counters after the last completion or growth
+  std::vector<deferred_command> deferred_;  // enqueued, not yet waited for (settle_deferred)
+  cl_ulong* finalize_count_ = nullptr;      // in readback_: FINALIZE's count of groups written
   table_buffers table_;
   table_buffers spill_;
   table_buffers private_;

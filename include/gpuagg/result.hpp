@@ -24,6 +24,22 @@ struct block_record {
   bool cold_queue = false;       ///< WORKGROUPLOCAL with the cold-row queue (kernels.inc)
 };
 
+/// Host (wall-clock) time of a query's phases, from the driver's clock. They add up to about
+/// wall_seconds; what is left is the caller's own time between the driver's calls (a tuner's
+/// decisions). Where kernels overlap host work, a phase counts only the host's part.
+struct host_phase_seconds {
+  double sample = 0;    ///< the key sample: gather kernel (device input) and read
+  double profile = 0;   ///< the sample's frequency count (estimate, hottest and frequent keys)
+  double programs = 0;  ///< set-up: program lookups (and JIT builds), kernels, their limits
+  double buffers = 0;   ///< set-up: counters, table, spill area, staging; INITIALIZE's launch
+  double enqueue = 0;   ///< per block: staging copies of host input, PARTITION and AGGREGATE launches
+  double wait = 0;      ///< per block: waiting for AGGREGATE and its counters
+  double growth = 0;    ///< table growths: rehash, merges and their counter reads
+  double finalize = 0;  ///< FINALIZE: counters, result buffers, the launch, the result count (and copy)
+
+  double total() const { return sample + profile + programs + buffers + enqueue + wait + growth + finalize; }
+};
+
 /// How a query ran.
 struct query_stats {
   std::string device;
@@ -42,6 +58,7 @@ struct query_stats {
   double finalize_seconds = 0;
   double setup_seconds = 0;             ///< host time of the set-up: sample, programs, table
   double wall_seconds = 0;              ///< host time from start to result
+  host_phase_seconds host;              ///< wall_seconds by phase
   std::size_t programs_built = 0;       ///< JIT builds this query caused (0 when cached)
   std::uint64_t peak_device_bytes = 0;  ///< largest device memory held at once by the query
 
