@@ -62,6 +62,7 @@ struct settings {
   std::size_t in_flight = 2;
   bool lenient = false;
   unsigned probe_blocks = 0;  // blocks measured per configuration (0: all)
+  unsigned warm_blocks = 0;   // blocks run with the fastest configuration so far before measuring one
   bool pipelined = true;
   std::string csv;
   std::string blocks_csv;
@@ -393,8 +394,12 @@ class bench {
     if (pipelined) {
       driver->run_remaining(params);
     } else {
-      // The measured blocks one at a time (their profiled times), then the rest pipelined with
-      // the fastest configuration so far: the query completes and is verified, quickly.
+      // `warm_blocks` blocks with the fastest configuration so far first, so that the measured
+      // blocks find the table as filled as a query's later blocks do (without them, the first
+      // blocks' inserts weigh on every configuration's mean). Then the measured blocks one at a
+      // time (their profiled times), then the rest pipelined with the fastest configuration so
+      // far: the query completes and is verified, quickly.
+      for (unsigned b = 0; b < s_.warm_blocks && driver->blocks_left() > 1; ++b) driver->run_block(fill);
       while (driver->blocks_left() > 0 && (s_.probe_blocks == 0 || m.block_seconds.size() < s_.probe_blocks)) {
         m.block_seconds.push_back(driver->run_block(params));
       }
@@ -775,6 +780,8 @@ int main(int argc, char** argv) {
   app.add_option("--query-reps", s.query_reps, "measured repetitions of the pipelined whole query");
   app.add_option("--tuned-reps", s.tuned_reps, "measured repetitions of the live tuner (system tuned)");
   app.add_option("--probe-blocks", s.probe_blocks, "blocks measured per configuration (0: all)");
+  app.add_option("--warm-blocks", s.warm_blocks,
+                 "blocks run with the fastest configuration so far before each configuration's measured blocks");
   app.add_flag("!--no-pipelined", s.pipelined, "skip the pipelined whole-query runs");
   app.add_option("--csv", s.csv, "CSV of every measured query");
   app.add_option("--blocks-csv", s.blocks_csv, "CSV of every measured block (search spaces)");

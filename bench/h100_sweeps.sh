@@ -325,6 +325,39 @@ if [[ $stage == 23 ]]; then
   join_csv $OUT/skew_23.csv $tmp/q_*.csv
   exit
 fi
+if [[ $stage == 25 ]]; then
+  # The live tuner as stage 18, but the exhaustive reference measures each configuration after 4
+  # warm blocks (--warm-blocks), on a table as filled as the tuner's later blocks find it; the
+  # tuner's decisions in the log (GPUAGG_LOG).
+  log=$OUT/stage25.log; deadline=$((SECONDS + ${2:-240}))
+  GPUAGG_LOG=1 step 200 tuned $bench --rows-log2 27 --groups-log2 0,4,8,12,16,20 --block-mib 4 \
+    --strategies shared,independent,workgroup_local,tuned --configs all --probe-blocks 8 --warm-blocks 4 --reps 1 \
+    --no-pipelined --tuned-reps 3 --tuned-csv $OUT/tuned_live_25.csv --blocks-csv $OUT/tuned_space_blocks_25.csv
+  exit
+fi
+if [[ $stage == 26 ]]; then
+  # Every target in one lease after attempts 16 to 19 (fewer host waits, the hot-key table, the
+  # cold-row queue): peers, uniform at every power of two, zipf, heavy hitter, sorted runs, and
+  # host input from pinned and pageable memory.
+  log=$OUT/stage26.log; deadline=$((SECONDS + ${2:-560}))
+  step 30 peers python3 .device/peers.py --rows-log2 27 --reps 3 --groups-log2 $(seq -s, 0 28)
+  peers_csv $OUT/peers_gpu_26.csv
+  step 190 uniform $bench --rows-log2 27 --groups-log2 0:28 --strategies workgroup_local,shared,direct,sort_reduce \
+    --configs 4x256,16x256,4x512,16x512,1x1024 --probe-blocks 4 --reps 1 --query-reps 3 \
+    --peers $OUT/peers_gpu_26.csv --csv $OUT/targets_26.csv
+  for dist in zipf heavy sorted; do
+    step 60 $dist $bench --rows-log2 27 --groups-log2 4,10,16,20,24 --distribution $dist \
+      --strategies default,workgroup_local,shared,direct --lenient --configs 4x256,16x256,4x512 --probe-blocks 4 \
+      --reps 1 --query-reps 3 --csv $tmp/skew_$dist.csv
+  done
+  join_csv $OUT/skew_26.csv $tmp/skew_*.csv
+  step 30 host_pinned $bench --rows-log2 27 --groups-log2 4,10,16,20 --strategies default --configs default \
+    --reps 1 --query-reps 3 --in-flight 4 --input pinned --csv $tmp/host_1.csv
+  step 30 host_pageable $bench --rows-log2 27 --groups-log2 4,10,16,20 --strategies default --configs default \
+    --reps 1 --query-reps 3 --in-flight 4 --input pageable --copy-threads 16 --csv $tmp/host_2.csv
+  join_csv $OUT/host_26.csv $tmp/host_*.csv
+  exit
+fi
 if [[ $stage == 4 ]]; then
   # Gaps of stages 2 and 3 (cut by time limits), and value types other than uint32.
   log=$OUT/stage4.log; deadline=$((SECONDS + ${2:-420}))
