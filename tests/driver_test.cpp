@@ -3,6 +3,7 @@
 #include <boost/compute/container/vector.hpp>
 #include <boost/compute/core.hpp>
 
+#include <set>
 #include <sstream>
 
 #include "support.hpp"
@@ -443,6 +444,20 @@ TEST_CASE("the sample profile: exact distinct count on a whole input, the hottes
   const std::vector<std::uint32_t> one(100, 7u);
   CHECK(detail::profile_sample(one, 100).estimated_groups == 1);
   CHECK(detail::profile_sample(one, 100).hottest_key_share == doctest::Approx(1.0));
+  // The frequent keys: the hot key alone (seen 1000 times; the others once).
+  REQUIRE(whole.frequent.size() == 1);
+  CHECK(whole.frequent[0].first == ~std::uint64_t{0});
+  CHECK(whole.frequent[0].second == 1000);
+  // The counting table is reused between samples: a smaller sample after a larger one, then the
+  // first again, profile as if each were the first.
+  std::vector<std::uint64_t> few;
+  for (int i = 0; i < 40; ++i) few.push_back(keys[std::size_t(i) % 3]);
+  const auto small = detail::profile_sample(few, few.size());
+  CHECK(small.estimated_groups == std::set<std::uint64_t>(few.begin(), few.end()).size());
+  const auto again = detail::profile_sample(keys, keys.size());
+  CHECK(again.estimated_groups == whole.estimated_groups);
+  CHECK(again.hottest_key == whole.hottest_key);
+  CHECK(again.frequent == whole.frequent);
 }
 
 TEST_CASE("key reads: cacheable for small tables, volatile for large ones, both exact") {

@@ -102,26 +102,39 @@ sample_profile profile_sample(const std::vector<Bits>& sample, std::uint64_t row
   if (sample.empty()) return {};
   // Frequencies in a flat open-addressing table (linear probing, at most half full): a
   // node-based map costs about a millisecond for 16 Ki distinct keys, a query's whole budget
-  // at low cardinality.
+  // at low cardinality. The table is the thread's scratch, kept between queries and cleared
+  // slot by slot (allocating and zeroing it took 0.1-0.3 ms a query, bench/NOTES.md attempt 16);
+  // the counting loop only counts, the most frequent key is found among the used slots after.
   std::size_t size = 2;
   while (size < sample.size() * 2) size *= 2;
   const std::size_t mask = size - 1;
-  std::vector<Bits> keys(size);
-  std::vector<std::uint32_t> counts(size, 0);
-  std::uint32_t top = 0;
-  Bits hottest = 0;
-  std::size_t distinct = 0;
+  thread_local std::vector<Bits> keys;
+  thread_local std::vector<std::uint32_t> counts;
+  thread_local std::vector<std::uint32_t> used;  // slots in use, in order of first use
+  if (counts.size() < size) {
+    keys.assign(size, Bits{});
+    counts.assign(size, 0);
+  }
+  used.clear();
+  used.reserve(sample.size());  // no allocation (and no exception) while counts are dirty
   for (const auto key : sample) {
     std::size_t at = static_cast<std::size_t>((std::uint64_t(key) * 0x9E3779B97F4A7C15ULL) >> 32) & mask;
     while (counts[at] != 0 && keys[at] != key) at = (at + 1) & mask;
-    if (counts[at] == 0) {
+    if (counts[at]++ == 0) {
       keys[at] = key;
-      ++distinct;
+      used.push_back(static_cast<std::uint32_t>(at));
     }
-    if (++counts[at] > top) {
+  }
+  const std::size_t distinct = used.size();
+  std::uint32_t top = 0;
+  Bits hottest = 0;
+  std::size_t singletons = 0;
+  for (const auto at : used) {
+    if (counts[at] > top) {
       top = counts[at];
-      hottest = key;
+      hottest = keys[at];
     }
+    singletons += counts[at] == 1 ? 1 : 0;
   }
   sample_profile profile;
   profile.sample_size = sample.size();
@@ -130,16 +143,15 @@ sample_profile profile_sample(const std::vector<Bits>& sample, std::uint64_t row
   if (sample.size() >= rows) {
     profile.estimated_groups = distinct;
   } else {
-    double singletons = 0;
-    for (const auto count : counts) singletons += count == 1 ? 1 : 0;
-    const double estimate =
-        std::sqrt(double(rows) / double(sample.size())) * singletons + (double(distinct) - singletons);
+    const double estimate = std::sqrt(double(rows) / double(sample.size())) * double(singletons) +
+                            (double(distinct) - double(singletons));
     profile.estimated_groups = static_cast<std::uint64_t>(std::clamp(estimate, double(distinct), double(rows)));
   }
   const double average = double(sample.size()) / double(std::max<std::uint64_t>(profile.estimated_groups, 1));
   const auto least = static_cast<std::uint32_t>(std::max(8.0, std::ceil(4 * average)));
-  for (std::size_t at = 0; at < size; ++at) {
+  for (const auto at : used) {
     if (counts[at] >= least) profile.frequent.emplace_back(static_cast<std::uint64_t>(keys[at]), counts[at]);
+    counts[at] = 0;  // the scratch table is empty again for the next sample
   }
   const auto by_count = [](const auto& a, const auto& b) { return a.second != b.second ? a.second > b.second : a.first < b.first; };
   if (profile.frequent.size() > max_frequent_keys) {
