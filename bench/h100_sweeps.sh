@@ -358,6 +358,16 @@ if [[ $stage == 26 ]]; then
   join_csv $OUT/host_26.csv $tmp/host_*.csv
   exit
 fi
+if [[ $stage == 29 ]]; then
+  # After stage 26: a single key without the cold-row queue (uniform 2^0, 2^1 as stage 26 ran
+  # them), and the heavy hitter at 2^10 with it.
+  log=$OUT/stage29.log; deadline=$((SECONDS + ${2:-200}))
+  step 60 uniform $bench --rows-log2 27 --groups-log2 0,1 --strategies workgroup_local,direct \
+    --configs 4x256,16x256,4x512,16x512,1x1024 --probe-blocks 4 --reps 1 --query-reps 3 --csv $OUT/targets_29.csv
+  step 40 heavy $bench --rows-log2 27 --groups-log2 10 --distribution heavy --strategies default,direct \
+    --configs 4x256,16x256,4x512 --probe-blocks 4 --reps 1 --query-reps 3 --csv $OUT/skew_29.csv
+  exit
+fi
 if [[ $stage == 4 ]]; then
   # Gaps of stages 2 and 3 (cut by time limits), and value types other than uint32.
   log=$OUT/stage4.log; deadline=$((SECONDS + ${2:-420}))

@@ -347,6 +347,13 @@ TEST_CASE("WORKGROUPLOCAL's cold-row queue for a dominant key: exact, the empty 
       }
     }
   }
+  // A single key runs in the run cache's own loop, without the queue.
+  const auto one = make_input(20'000, 1, distribution::uniform, rng);
+  auto single = make_driver(std::span<const std::uint64_t>(one.keys), std::span<const std::int64_t>(one.vals),
+                            sum_count_min, options{});
+  const execution_params params{strategy_kind::workgroup_local, launch_config{2, 64}};
+  CHECK(single->use_run_cache(params));
+  CHECK_FALSE(single->use_cold_queue(params));
 }
 
 TEST_CASE("WORKGROUPLOCAL's replicated local tables: exact for every copy count, hot keys and the empty marker") {

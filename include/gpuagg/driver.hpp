@@ -280,9 +280,12 @@ class aggregation_driver {
   }
   /// Whether WORKGROUPLOCAL's run-cache build queues cold rows (kernels.inc: GPUAGG_COLD_QUEUE):
   /// when the run cache was chosen automatically (a dominant key; asked for, its runs are
-  /// wanted), the sample gave the hot key, and the queue fits in local memory beside the table.
+  /// wanted), the sample gave the hot key and some cold rows (a single key runs faster in the
+  /// run cache's loop, which keeps four rows' loads in flight: 334 against 250 G tuples/s at 1
+  /// group, bench/NOTES.md attempt 19), and the queue fits in local memory beside the table.
   bool use_cold_queue(const execution_params& params) const {
     if (params.strategy != strategy_kind::workgroup_local || opts_.run_cache || hot_key_share_ == 0) return false;
+    if (hot_key_share_ >= single_key_share) return false;
     if (!use_run_cache(params)) return false;
     const std::uint64_t table = (local_capacity() + 1) * local_table_copies(params.config) * Bound::bucket_bytes;
     const std::uint64_t queue = std::uint64_t{params.config.work_group_size} * cold_rows_per_item *
@@ -309,7 +312,7 @@ class aggregation_driver {
   /// at 2^10 groups with a 90% heavy hitter; 255 -> 73 at 2 uniform groups, where it loses.
   bool use_run_cache(const execution_params& params) const {
     if (opts_.run_cache) return *opts_.run_cache;
-    if (hot_key_share_ >= 0.99) return true;
+    if (hot_key_share_ >= single_key_share) return true;
     if (hot_key_share_ < dominant_key_share) return false;
     return params.strategy != strategy_kind::workgroup_local || local_table_copies(params.config) == 1;
   }
@@ -318,6 +321,9 @@ class aggregation_driver {
   double hot_key_share() const noexcept { return hot_key_share_; }
   /// From this share on, the sample's most frequent key dominates (the run cache's register).
   static constexpr double dominant_key_share = 0.75;
+  /// From this share on, the sample shows a single key (the run cache even with replicated
+  /// local tables, and no cold-row queue).
+  static constexpr double single_key_share = 0.99;
   /// From this share on, the default strategy treats the input as skewed.
   static constexpr double hot_key_threshold = 1.0 / 16;
 
