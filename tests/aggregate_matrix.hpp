@@ -105,18 +105,16 @@ void run_matrix() {
           CHECK(std::any_of(hot.stats.blocks.begin(), hot.stats.blocks.end(), [](const auto& b) { return b.hot_table; }));
           check_equal(hot, expected);
         }
-        // The default strategy for a heavy hitter: WORKGROUPLOCAL with the cold-row queue where
-        // one local table holds the groups (else SHARED with the run cache's register).
+        // The default strategy for a heavy hitter: WORKGROUPLOCAL with the run cache's register
+        // and the cold-row queue where one local table holds the groups and the queue fits.
         if (d == distribution::heavy_hitter && strategy == strategy_kind::workgroup_local && rows >= 999) {
           options skew = opts;
           skew.strategy.reset();
           skew.autotune = false;
           skew.local_table_copies = 1;
+          // (Whether the queue fits beside the table depends on the device's local memory; the
+          // driver test checks that it runs, this one that whatever ran is exact.)
           const auto queued = group_by(keys, values(in.i32, in.u32, in.i64, in.f32, in.f64), query, skew);
-          if (groups <= 200) {
-            CHECK(std::any_of(queued.stats.blocks.begin(), queued.stats.blocks.end(),
-                              [](const auto& b) { return b.cold_queue; }));
-          }
           check_equal(queued, expected);
         }
       }

@@ -282,18 +282,24 @@ class aggregation_driver {
   /// when the run cache was chosen automatically (a dominant key; asked for, its runs are
   /// wanted), the sample gave the hot key and some cold rows (a single key runs faster in the
   /// run cache's loop, which keeps four rows' loads in flight: 334 against 250 G tuples/s at 1
-  /// group, bench/NOTES.md attempt 19), and the queue fits in local memory beside the table.
+  /// group, bench/NOTES.md attempt 19), and a queue of at least 2 rows per work item fits in
+  /// local memory beside the table.
   bool use_cold_queue(const execution_params& params) const {
     if (params.strategy != strategy_kind::workgroup_local || opts_.run_cache || hot_key_share_ == 0) return false;
     if (hot_key_share_ >= single_key_share) return false;
     if (!use_run_cache(params)) return false;
-    const std::uint64_t table = (local_capacity() + 1) * local_table_copies(params.config) * Bound::bucket_bytes;
-    const std::uint64_t queue = std::uint64_t{params.config.work_group_size} * cold_rows_per_item *
-                                (sizeof(bits_type) + sizeof(cl_uint));
-    return table + queue + 64 <= ctx_.info().local_mem_bytes;
+    return cold_rows_per_item(params.config) >= 2;
   }
-  /// Rows per work item between two drains of the cold-row queue (kernels.inc: GPUAGG_COLD_ROWS).
-  static constexpr std::uint32_t cold_rows_per_item = 8;
+  /// Rows per work item between two drains of the cold-row queue: 8 (as measured), or 4 or 2
+  /// where the queue of 8 does not fit in local memory beside the table (0: not even 2).
+  std::uint32_t cold_rows_per_item(const launch_config& config) const {
+    const std::uint64_t table = (local_capacity() + 1) * local_table_copies(config) * Bound::bucket_bytes;
+    const std::uint64_t entry = std::uint64_t{config.work_group_size} * (sizeof(bits_type) + sizeof(cl_uint));
+    for (std::uint32_t rows = 8; rows >= 2; rows /= 2) {
+      if (table + rows * entry + 64 <= ctx_.info().local_mem_bytes) return rows;
+    }
+    return 0;
+  }
 
   /// The frequent keys' share of the sample from which SHARED uses the hot-key table.
   static constexpr double hot_table_min_share = 1.0 / 8;
@@ -1148,9 +1154,11 @@ class aggregation_driver {
       set_arg(kernel, arg, cl_uint(buckets));
       set_arg(kernel, arg, cl_uint(copies));
       if (cold_queue) {
-        const std::uint64_t entries = std::uint64_t{config.work_group_size} * cold_rows_per_item;
+        const std::uint32_t rows = cold_rows_per_item(config);
+        const std::uint64_t entries = std::uint64_t{config.work_group_size} * rows;
         set_arg(kernel, arg, cl::Local(entries * sizeof(bits_type)));
         set_arg(kernel, arg, cl::Local(entries * sizeof(cl_uint)));
+        set_arg(kernel, arg, cl_uint(rows));
       }
     } else if (params.strategy == strategy_kind::independent) {
       const auto buckets = private_capacity(config);
