@@ -368,6 +368,27 @@ if [[ $stage == 29 ]]; then
     --configs 4x256,16x256,4x512 --probe-blocks 4 --reps 1 --query-reps 3 --csv $OUT/skew_29.csv
   exit
 fi
+if [[ $stage == 33 ]]; then
+  # Direct addressing's local table without keys (attempt 21): uniform 2^10 to 2^14, zipf and the
+  # heavy hitter at 2^10 and 2^12, against stage 32's figures.
+  log=$OUT/stage33.log; deadline=$((SECONDS + ${2:-200}))
+  step 60 uniform $bench --rows-log2 27 --groups-log2 10:14 --strategies direct \
+    --configs 4x256,16x256,4x512,16x512,1x1024 --probe-blocks 4 --reps 1 --query-reps 3 --csv $OUT/targets_33.csv
+  for dist in zipf heavy; do
+    step 40 $dist $bench --rows-log2 27 --groups-log2 10,12 --distribution $dist --strategies direct \
+      --configs 4x256,16x256,4x512 --probe-blocks 4 --reps 1 --query-reps 3 --csv $tmp/skew_$dist.csv
+  done
+  join_csv $OUT/skew_33.csv $tmp/skew_*.csv
+  exit
+fi
+if [[ $stage == 34 ]]; then
+  # Direct addressing's default for a dominant key after attempt 21: the local table up to a
+  # quarter of local memory, SHARED with the run cache beyond (heavy hitter 2^10 to 2^13).
+  log=$OUT/stage34.log; deadline=$((SECONDS + ${2:-120}))
+  step 60 heavy $bench --rows-log2 27 --groups-log2 10:13 --distribution heavy --strategies direct \
+    --configs 4x256,16x256,4x512 --probe-blocks 4 --reps 1 --query-reps 3 --csv $OUT/skew_34.csv
+  exit
+fi
 if [[ $stage == 4 ]]; then
   # Gaps of stages 2 and 3 (cut by time limits), and value types other than uint32.
   log=$OUT/stage4.log; deadline=$((SECONDS + ${2:-420}))

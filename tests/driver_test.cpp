@@ -315,6 +315,47 @@ TEST_CASE("skewed keys beyond local memory: a partial local table for one hot ke
   CHECK(d.stats.strategy() == strategy_kind::shared);
 }
 
+TEST_CASE("direct addressing's local table keeps no keys: a domain that keys would not fit runs in local memory") {
+  const auto seed = fresh_seed();
+  CAPTURE(seed);
+  std::mt19937_64 rng(seed);
+  const auto direct = select<direct_addressing>(sum(col<0>), count(), min(col<0>));
+  const std::uint64_t local = default_context().info().local_mem_bytes;
+  // 24 bytes of accumulators a bucket: with its 8-byte key a bucket took 32 bytes, without it 24
+  // and a bit; a domain of local / 28 buckets fits only without keys.
+  const std::uint64_t n = local / 28;
+  const std::uint64_t lo = ~std::uint64_t{0} - n + 1;  // the domain ends at the empty marker's key
+  input in;
+  in.keys.resize(90'001);
+  for (auto& k : in.keys) k = lo + rng() % n;
+  in.keys[7] = ~std::uint64_t{0};
+  in.keys[8] = lo;
+  in.vals = random_values<std::int64_t>(in.keys.size(), rng);
+  options opts;
+  opts.domain = key_domain(lo, ~std::uint64_t{0});
+  opts.block_bytes = 8192 * sizeof(std::uint64_t);
+  auto driver = make_driver(std::span<const std::uint64_t>(in.keys), std::span<const std::int64_t>(in.vals), direct, opts);
+  const execution_params wgl{strategy_kind::workgroup_local, launch_config{2, 64}};
+  CHECK(driver->feasible(wgl));
+  driver->run_remaining(wgl);
+  check_equal(driver->finalize_to_host<std::int64_t, std::uint64_t, std::int64_t>(), reference(in));
+  // A dominant key over a local table of more than a quarter of local memory: SHARED with the
+  // run cache by default; over a small one, the local table.
+  for (const std::uint64_t domain : {std::uint64_t{100}, n}) {
+    CAPTURE(domain);
+    input heavy;
+    heavy.keys.resize(40'000);
+    for (auto& k : heavy.keys) k = rng() % 10 < 9 ? 3 : rng() % domain;
+    heavy.vals = random_values<std::int64_t>(heavy.keys.size(), rng);
+    options dense;
+    dense.domain = key_domain(std::uint64_t{0}, domain - 1);
+    dense.autotune = false;
+    const auto r = group_by(heavy.keys, heavy.vals, direct, dense);
+    check_equal(r, reference(heavy));
+    CHECK(r.stats.strategy() == (domain == n ? strategy_kind::shared : strategy_kind::workgroup_local));
+  }
+}
+
 TEST_CASE("WORKGROUPLOCAL's cold-row queue for a dominant key: exact, the empty marker and extremes hot or cold") {
   const auto seed = fresh_seed();
   CAPTURE(seed);

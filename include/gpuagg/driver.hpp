@@ -255,10 +255,17 @@ class aggregation_driver {
   /// With several hot keys (the sample's frequent keys fill a hot-key table), SHARED with that
   /// table instead; so too for direct addressing with one dominant key (the run cache's
   /// register), measured on the H100 (bench/NOTES.md, attempts 17 and 19).
+  /// For direct addressing with a dominant key, SHARED with the run cache also replaces a local
+  /// table of more than a quarter of local memory (heavy hitter at 2^12 groups: 166 against 118
+  /// G tuples/s with the cold-row queue, attempt 21).
   execution_params default_params() const {
     const execution_params local{strategy_kind::workgroup_local, initial_config(strategy_kind::workgroup_local)};
-    if (feasible(local)) return local;
     const execution_params shared{strategy_kind::shared, initial_config(strategy_kind::shared)};
+    const bool dominant = hot_key_share_ >= dominant_key_share && hot_key_share_ < single_key_share;
+    if (feasible(local)) {
+      const bool large = local_table_bytes(local_capacity(), 1) > ctx_.info().local_mem_bytes / 4;
+      return identity_scheme && dominant && large ? shared : local;
+    }
     if (use_hot_table(shared) || (identity_scheme && hot_key_share_ >= dominant_key_share)) return shared;
     if (hot_key_share_ >= hot_key_threshold && infeasibility(local, false).empty()) return local;
     return shared;
@@ -293,7 +300,7 @@ class aggregation_driver {
   /// Rows per work item between two drains of the cold-row queue: 8 (as measured), or 4 or 2
   /// where the queue of 8 does not fit in local memory beside the table (0: not even 2).
   std::uint32_t cold_rows_per_item(const launch_config& config) const {
-    const std::uint64_t table = (local_capacity() + 1) * local_table_copies(config) * Bound::bucket_bytes;
+    const std::uint64_t table = local_table_bytes(local_capacity(), local_table_copies(config));
     const std::uint64_t entry = std::uint64_t{config.work_group_size} * (sizeof(bits_type) + sizeof(cl_uint));
     for (std::uint32_t rows = 8; rows >= 2; rows /= 2) {
       if (table + rows * entry + 64 <= ctx_.info().local_mem_bytes) return rows;
@@ -377,7 +384,7 @@ class aggregation_driver {
         const auto fits = max_local_buckets();
         if (strict ? fits < small_table_buckets() : fits < 2) {
           return "a local table of " + std::to_string(small_table_buckets()) + " buckets (" +
-                 std::to_string((small_table_buckets() + 1) * Bound::bucket_bytes) + " bytes) exceeds local memory (" +
+                 std::to_string(local_table_bytes(small_table_buckets(), 1)) + " bytes) exceeds local memory (" +
                  std::to_string(ctx_.info().local_mem_bytes) + " bytes)";
         }
         return {};
@@ -708,9 +715,30 @@ class aggregation_driver {
     }
   }
 
+  /// Bytes of a local table of `buckets` buckets (and the EMPTY_KEY bucket) in `copies` copies:
+  /// keys and accumulators, or for direct addressing (kernels.inc: GPUAGG_DENSE_TABLE)
+  /// accumulators and a bitmap of the entries in use.
+  static std::uint64_t local_table_bytes(std::uint64_t buckets, std::uint64_t copies) {
+    const std::uint64_t entries = (buckets + 1) * copies;
+    if constexpr (identity_scheme) {
+      return entries * (Bound::bucket_bytes - sizeof(bits_type)) + (entries + 31) / 32 * 4;
+    } else {
+      return entries * Bound::bucket_bytes;
+    }
+  }
+
   std::uint64_t max_local_buckets() const {
     const auto bytes = ctx_.info().local_mem_bytes;
-    return bytes > 64 ? buckets_fitting(bytes - 64) : 0;  // room for the kernel's own local variables
+    if (bytes <= 64) return 0;
+    const std::uint64_t room = bytes - 64;  // room for the kernel's own local variables
+    if constexpr (identity_scheme) {
+      // Accumulators and a bit per bucket (bits, with a word of slack for the bitmap's rounding).
+      const std::uint64_t bits = (Bound::bucket_bytes - sizeof(bits_type)) * 8 + 1;
+      const std::uint64_t fit = room * 8 > 32 ? (room * 8 - 32) / bits : 0;
+      return fit >= 2 ? fit - 1 : 0;
+    } else {
+      return buckets_fitting(room);
+    }
   }
 
   std::uint64_t max_private_buckets(const launch_config& config) const {
@@ -724,7 +752,7 @@ class aggregation_driver {
   /// `local_table_copies` if given, else as many as fit in a quarter of local memory, at most 32
   /// (a SIMD group's width on most GPUs); a power of two, at most the work-group size.
   std::uint32_t local_table_copies(const launch_config& config) const {
-    const std::uint64_t copy_bytes = (local_capacity() + 1) * Bound::bucket_bytes;
+    const std::uint64_t copy_bytes = local_table_bytes(local_capacity(), 1);
     const std::uint64_t budget = opts_.local_table_copies ? opts_.local_table_copies * copy_bytes
                                                           : ctx_.info().local_mem_bytes / 4;
     std::uint32_t copies = 1;
@@ -1146,7 +1174,9 @@ class aggregation_driver {
     if (params.strategy == strategy_kind::workgroup_local) {
       const auto buckets = local_capacity();
       const auto copies = local_table_copies(config);
-      set_arg(kernel, arg, cl::Local((buckets + 1) * copies * sizeof(bits_type)));
+      // Keys, or for direct addressing a bitmap of the entries in use (local_table_bytes).
+      const std::uint64_t entries = (buckets + 1) * copies;
+      set_arg(kernel, arg, cl::Local(identity_scheme ? (entries + 31) / 32 * 4 : entries * sizeof(bits_type)));
       for (std::size_t j = 0; j < aggregate_count; ++j) {
         set_arg(kernel, arg, cl::Local((buckets + 1) * copies * acc_size(j)));
       }
