@@ -298,7 +298,8 @@ struct output {
          << s->local_copies << ',' << m.partition_seconds * 1e3 << ',' << s->partitions << ',' << s->interleaved
          << ',' << m.hot_table_blocks << ',' << m.host.sample * 1e3 << ',' << m.host.profile * 1e3 << ','
          << m.host.programs * 1e3 << ',' << m.host.buffers * 1e3 << ',' << m.host.enqueue * 1e3 << ','
-         << m.host.wait * 1e3 << ',' << m.host.growth * 1e3 << ',' << m.host.finalize * 1e3 << ',' << m.cold_queue_blocks << '\n';
+         << m.host.wait * 1e3 << ',' << m.host.growth * 1e3 << ',' << m.host.finalize * 1e3 << ','
+         << m.cold_queue_blocks << '\n';
   }
 };
 

@@ -102,7 +102,8 @@ void run_matrix() {
         if (!Scheme::is_identity && strategy == strategy_kind::shared && skewed && rows >= 999) {
           opts.hot_table = true;
           const auto hot = group_by(keys, values(in.i32, in.u32, in.i64, in.f32, in.f64), query, opts);
-          CHECK(std::any_of(hot.stats.blocks.begin(), hot.stats.blocks.end(), [](const auto& b) { return b.hot_table; }));
+          CHECK(std::any_of(hot.stats.blocks.begin(), hot.stats.blocks.end(),
+                            [](const auto& b) { return b.hot_table; }));
           check_equal(hot, expected);
         }
         // The default strategy for a heavy hitter: WORKGROUPLOCAL with the run cache's register

@@ -334,7 +334,8 @@ TEST_CASE("direct addressing's local table keeps no keys: a domain that keys wou
   options opts;
   opts.domain = key_domain(lo, ~std::uint64_t{0});
   opts.block_bytes = 8192 * sizeof(std::uint64_t);
-  auto driver = make_driver(std::span<const std::uint64_t>(in.keys), std::span<const std::int64_t>(in.vals), direct, opts);
+  auto driver =
+      make_driver(std::span<const std::uint64_t>(in.keys), std::span<const std::int64_t>(in.vals), direct, opts);
   const execution_params wgl{strategy_kind::workgroup_local, launch_config{2, 64}};
   CHECK(driver->feasible(wgl));
   driver->run_remaining(wgl);

@@ -153,9 +153,12 @@ sample_profile profile_sample(const std::vector<Bits>& sample, std::uint64_t row
     if (counts[at] >= least) profile.frequent.emplace_back(static_cast<std::uint64_t>(keys[at]), counts[at]);
     counts[at] = 0;  // the scratch table is empty again for the next sample
   }
-  const auto by_count = [](const auto& a, const auto& b) { return a.second != b.second ? a.second > b.second : a.first < b.first; };
+  const auto by_count = [](const auto& a, const auto& b) {
+    return a.second != b.second ? a.second > b.second : a.first < b.first;
+  };
   if (profile.frequent.size() > max_frequent_keys) {
-    std::partial_sort(profile.frequent.begin(), profile.frequent.begin() + max_frequent_keys, profile.frequent.end(), by_count);
+    std::partial_sort(profile.frequent.begin(), profile.frequent.begin() + max_frequent_keys, profile.frequent.end(),
+                      by_count);
     profile.frequent.resize(max_frequent_keys);
   } else {
     std::sort(profile.frequent.begin(), profile.frequent.end(), by_count);
@@ -801,7 +804,9 @@ class aggregation_driver {
     auto& slot = programs_[variant(strategy, run_cache, hot_table, cold_queue)];
     if (!slot()) {
       std::string build_options;
-      const auto add = [&](const char* define) { build_options += build_options.empty() ? define : std::string(" ") + define; };
+      const auto add = [&](const char* define) {
+        build_options += build_options.empty() ? define : std::string(" ") + define;
+      };
       if (run_cache) add("-DGPUAGG_RUN_CACHE");
       if (hot_table) add("-DGPUAGG_HOT_TABLE");
       if (cold_queue) add("-DGPUAGG_COLD_QUEUE");
@@ -1051,8 +1056,8 @@ class aggregation_driver {
 
   void clear_meta(std::size_t first, std::size_t words, const char* what) {
     const cl_ulong zero = 0;
-    detail::check(ctx_.compute_queue().enqueueFillBuffer(meta_, zero, first * sizeof(cl_ulong), words * sizeof(cl_ulong)),
-                  what);
+    detail::check(
+        ctx_.compute_queue().enqueueFillBuffer(meta_, zero, first * sizeof(cl_ulong), words * sizeof(cl_ulong)), what);
   }
 
   /// Commands the driver does not wait for when it enqueues them (INITIALIZE, MERGE): their
@@ -1167,7 +1172,9 @@ class aggregation_driver {
       set_arg(kernel, arg, cl_uint(detail::log2_exact(hot_capacity_)));
       set_arg(kernel, arg, cl_uint(hot_capacity_));
       set_arg(kernel, arg, cl::Local((hot_capacity_ + 1) * sizeof(bits_type)));
-      for (std::size_t j = 0; j < aggregate_count; ++j) set_arg(kernel, arg, cl::Local((hot_capacity_ + 1) * acc_size(j)));
+      for (std::size_t j = 0; j < aggregate_count; ++j) {
+        set_arg(kernel, arg, cl::Local((hot_capacity_ + 1) * acc_size(j)));
+      }
       set_arg(kernel, arg, cl::Local((hot_capacity_ + 1) * sizeof(cl_uint)));
     }
     const auto& config = params.config;
