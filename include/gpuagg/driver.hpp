@@ -266,7 +266,7 @@ class aggregation_driver {
     const execution_params shared{strategy_kind::shared, initial_config(strategy_kind::shared)};
     const bool dominant = hot_key_share_ >= dominant_key_share && hot_key_share_ < single_key_share;
     if (feasible(local)) {
-      const bool large = local_table_bytes(local_capacity(), 1) > ctx_.info().local_mem_bytes / 4;
+      const bool large = table_layout_bytes(local_capacity(), 1) > ctx_.info().local_mem_bytes / 4;
       return identity_scheme && dominant && large ? shared : local;
     }
     if (use_hot_table(shared) || (identity_scheme && hot_key_share_ >= dominant_key_share)) return shared;
@@ -303,7 +303,7 @@ class aggregation_driver {
   /// Rows per work item between two drains of the cold-row queue: 8 (as measured), or 4 or 2
   /// where the queue of 8 does not fit in local memory beside the table (0: not even 2).
   std::uint32_t cold_rows_per_item(const launch_config& config) const {
-    const std::uint64_t table = local_table_bytes(local_capacity(), local_table_copies(config));
+    const std::uint64_t table = table_layout_bytes(local_capacity(), local_table_copies(config));
     const std::uint64_t entry = std::uint64_t{config.work_group_size} * (sizeof(bits_type) + sizeof(cl_uint));
     for (std::uint32_t rows = 8; rows >= 2; rows /= 2) {
       if (table + rows * entry + 64 <= ctx_.info().local_mem_bytes) return rows;
@@ -387,7 +387,7 @@ class aggregation_driver {
         const auto fits = max_local_buckets();
         if (strict ? fits < small_table_buckets() : fits < 2) {
           return "a local table of " + std::to_string(small_table_buckets()) + " buckets (" +
-                 std::to_string(local_table_bytes(small_table_buckets(), 1)) + " bytes) exceeds local memory (" +
+                 std::to_string(table_layout_bytes(small_table_buckets(), 1)) + " bytes) exceeds local memory (" +
                  std::to_string(ctx_.info().local_mem_bytes) + " bytes)";
         }
         return {};
@@ -718,10 +718,10 @@ class aggregation_driver {
     }
   }
 
-  /// Bytes of a local table of `buckets` buckets (and the EMPTY_KEY bucket) in `copies` copies:
-  /// keys and accumulators, or for direct addressing (kernels.inc: GPUAGG_DENSE_TABLE)
-  /// accumulators and a bitmap of the entries in use.
-  static std::uint64_t local_table_bytes(std::uint64_t buckets, std::uint64_t copies) {
+  /// Bytes the kernels touch in a table of `buckets` buckets (and the EMPTY_KEY bucket) in
+  /// `copies` copies, local or global: keys and accumulators, or for direct addressing
+  /// (kernels.inc: GPUAGG_DENSE_TABLE) accumulators and a bitmap of the entries in use.
+  static std::uint64_t table_layout_bytes(std::uint64_t buckets, std::uint64_t copies) {
     const std::uint64_t entries = (buckets + 1) * copies;
     if constexpr (identity_scheme) {
       return entries * (Bound::bucket_bytes - sizeof(bits_type)) + (entries + 31) / 32 * 4;
@@ -755,7 +755,7 @@ class aggregation_driver {
   /// `local_table_copies` if given, else as many as fit in a quarter of local memory, at most 32
   /// (a SIMD group's width on most GPUs); a power of two, at most the work-group size.
   std::uint32_t local_table_copies(const launch_config& config) const {
-    const std::uint64_t copy_bytes = local_table_bytes(local_capacity(), 1);
+    const std::uint64_t copy_bytes = table_layout_bytes(local_capacity(), 1);
     const std::uint64_t budget = opts_.local_table_copies ? opts_.local_table_copies * copy_bytes
                                                           : ctx_.info().local_mem_bytes / 4;
     std::uint32_t copies = 1;
@@ -1181,7 +1181,7 @@ class aggregation_driver {
     if (params.strategy == strategy_kind::workgroup_local) {
       const auto buckets = local_capacity();
       const auto copies = local_table_copies(config);
-      // Keys, or for direct addressing a bitmap of the entries in use (local_table_bytes).
+      // Keys, or for direct addressing a bitmap of the entries in use (table_layout_bytes).
       const std::uint64_t entries = (buckets + 1) * copies;
       set_arg(kernel, arg, cl::Local(identity_scheme ? (entries + 31) / 32 * 4 : entries * sizeof(bits_type)));
       for (std::size_t j = 0; j < aggregate_count; ++j) {
@@ -1192,9 +1192,9 @@ class aggregation_driver {
       set_arg(kernel, arg, cl_uint(copies));
       if (cold_queue) {
         const std::uint32_t rows = cold_rows_per_item(config);
-        const std::uint64_t entries = std::uint64_t{config.work_group_size} * rows;
-        set_arg(kernel, arg, cl::Local(entries * sizeof(bits_type)));
-        set_arg(kernel, arg, cl::Local(entries * sizeof(cl_uint)));
+        const std::uint64_t queued = std::uint64_t{config.work_group_size} * rows;
+        set_arg(kernel, arg, cl::Local(queued * sizeof(bits_type)));
+        set_arg(kernel, arg, cl::Local(queued * sizeof(cl_uint)));
         set_arg(kernel, arg, cl_uint(rows));
       }
     } else if (params.strategy == strategy_kind::independent) {
@@ -1224,9 +1224,7 @@ class aggregation_driver {
     std::uint64_t parts = opts_.partitions;
     if (parts == 0) {
       // The bytes the rows touch: direct addressing's keys are a bitmap (a bit per bucket).
-      const std::uint64_t bytes =
-          identity_scheme ? (table_.capacity + 1) * (Bound::bucket_bytes - sizeof(bits_type)) + table_.capacity / 8
-                          : table_bytes(table_);
+      const std::uint64_t bytes = identity_scheme ? table_layout_bytes(table_.capacity, 1) : table_bytes(table_);
       parts = rows < (std::uint64_t{1} << 16) || bytes <= (std::uint64_t{40} << 20) ? 1
               : bytes <= (std::uint64_t{128} << 20)                                  ? 8
               : bytes <= (std::uint64_t{3} << 30)                                    ? 32
