@@ -389,6 +389,24 @@ if [[ $stage == 34 ]]; then
     --configs 4x256,16x256,4x512 --probe-blocks 4 --reps 1 --query-reps 3 --csv $OUT/skew_34.csv
   exit
 fi
+if [[ $stage == 35 ]]; then
+  # Section 3's full evaluation with the current kernels: every configuration of the hash
+  # strategies processes the whole 2^27-row input (32 blocks of 4 Mi rows, the paper's 1 GB in
+  # 32 blocks), every block profiled. Parts: "lo" 2^0..2^6 groups and "mid" 2^8..2^14, all three
+  # strategies; "hi" 2^16..2^28, SHARED (the others cannot hold those tables). Joined here by
+  # bench/make_search_space.py into search_space_full.csv.
+  part=${2:-lo}
+  log=$OUT/stage35_$part.log; deadline=$((SECONDS + ${3:-560}))
+  case $part in
+    lo) groups=0:6:2; strategies=shared,independent,workgroup_local ;;
+    mid) groups=8:14:2; strategies=shared,independent,workgroup_local ;;
+    *) groups=16:28:2; strategies=shared ;;
+  esac
+  step 560 space_$part $bench --rows-log2 27 --groups-log2 $groups --strategies $strategies --configs all \
+    --probe-blocks 0 --reps 1 --no-pipelined --csv $OUT/space35_$part.csv --blocks-csv $tmp/blocks.csv
+  gzip -c $tmp/blocks.csv > $OUT/space35_${part}_blocks.csv.gz
+  exit
+fi
 if [[ $stage == 4 ]]; then
   # Gaps of stages 2 and 3 (cut by time limits), and value types other than uint32.
   log=$OUT/stage4.log; deadline=$((SECONDS + ${2:-420}))
