@@ -402,8 +402,8 @@ if [[ $stage == 35 ]]; then
     mid) groups=8:14:2; strategies=shared,independent,workgroup_local ;;
     *) groups=16:28:2; strategies=shared ;;
   esac
-  step 560 space_$part $bench --rows-log2 27 --groups-log2 $groups --strategies $strategies --configs all \
-    --probe-blocks 0 --reps 1 --no-pipelined --csv $OUT/space35_$part.csv --blocks-csv $tmp/blocks.csv
+  step 560 space_$part $bench --rows-log2 27 --block-mib 16 --groups-log2 $groups --strategies $strategies \
+    --configs all --probe-blocks 0 --reps 1 --no-pipelined --csv $OUT/space35_$part.csv --blocks-csv $tmp/blocks.csv
   gzip -c $tmp/blocks.csv > $OUT/space35_${part}_blocks.csv.gz
   exit
 fi

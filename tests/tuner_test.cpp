@@ -224,7 +224,9 @@ TEST_CASE("tuner_params is a literal type usable as a non-type template paramete
                                                   .neighbour_entry_distance = 0,
                                                   .paired_rejection = 0.0,
                                                   .first_block_rejection = 0.0,
-                                                  .quiet_window = 0}>>);
+                                                  .quiet_window = 0,
+                                                  .scan_stride = 0,
+                                                  .restart_unpruned = false}>>);
   static_assert(!std::is_same_v<tuner<>, tuner<gpuagg::strict_gradient_params>>);
   static_assert(!std::is_same_v<tuner<>, tuner<gpuagg::paper_params>>);
 
@@ -238,6 +240,9 @@ TEST_CASE("tuner_params is a literal type usable as a non-type template paramete
   static_assert(!tuner_params{.early_rejection = 0.5}.valid());
   static_assert(!tuner_params{.rejection_blocks = 0}.valid());
   static_assert(!tuner_params{.paired_rejection = 0.99}.valid());
+  static_assert(!tuner_params{.scan_stride = 3}.valid());
+  static_assert(!tuner_params{.scan_stride = 1}.valid());
+  static_assert(tuner_params{.scan_stride = 0}.valid() && !tuner_params{.scan_stride = 0}.is_paper_algorithm());
   static_assert(!tuner_params{.first_block_rejection = 0.5}.valid());
   static_assert(!tuner_params{.quiet_window = 4}.valid());  // longer than the paper's window
   static_assert(!tuner_params{.quiet_noise = -0.001}.valid());
@@ -653,6 +658,65 @@ TEST_CASE("coarse stride: the first pass steps over a bump the paper's neighbour
   synthetic_space refined_space{walled};
   const auto refined = uncached().search(std::ref(refined_space), 100000, always, initial);
   CHECK(*refined.winner == shared(64, 512));
+}
+
+TEST_CASE("scan: the start's row sees past a ridge that stops the local search") {
+  // Two basins along the work groups per CU, a ridge between them (SHARED's space at 2^22 groups
+  // on the H100 has this shape): a local basin next to the start (1.3 at 4x512) and the global
+  // one behind the ridge at 8 to 32 work groups per CU (1.0 at 128x512). Without the scan, the
+  // coarse pass's 4x steps from 4x512 land on the ridge and the search stops in the first basin.
+  const auto ridge = [](const execution_params& p) {
+    const double x = std::log2(p.config.work_groups_per_cu);
+    const double y = std::log2(p.config.work_group_size);
+    const double near = 1.3 + 0.05 * ((x - 2.0) * (x - 2.0) + (y - 9.0) * (y - 9.0));
+    const double far = 1.0 + 0.05 * ((x - 7.0) * (x - 7.0) + (y - 9.0) * (y - 9.0));
+    return std::min(near, far) + (x >= 3.0 && x <= 5.0 ? 0.6 : 0.0);
+  };
+  const std::vector initial{shared(1, 512)};
+  REQUIRE(optimum_of(ridge, search_space{}, [](const execution_params& p) {
+            return p.strategy == strategy_kind::shared;
+          }) == shared(128, 512));
+
+  synthetic_space without_space{ridge};
+  const auto without =
+      uncached<tuner_params{.scan_stride = 0}>().search(std::ref(without_space), 100000, always, initial);
+  CHECK(without.winner->config.work_groups_per_cu <= 4);  // stuck in the first basin
+
+  synthetic_space space{ridge};
+  auto scanning = uncached();
+  std::ostringstream log;
+  scanning.log_to(&log);
+  const auto report = scanning.search(std::ref(space), 100000, always, initial);
+  CHECK(*report.winner == shared(128, 512));
+  CHECK(log.str().find("scan the row of SHARED 1x512") != std::string::npos);
+  // The row at every power of 4: 4, 16, 64, 256, 1024 work groups per CU, the start's size.
+  std::vector<execution_params> scanned;
+  for (const auto& tried : report.tried) {
+    if (tried.role == measurement_role::scan) scanned.push_back(tried.params);
+  }
+  CHECK(scanned == std::vector{shared(4, 512), shared(16, 512), shared(64, 512), shared(256, 512), shared(1024, 512)});
+  // The paper's search has no scan.
+  synthetic_space paper_space{ridge};
+  const auto paper = uncached<gpuagg::paper_params>().search(std::ref(paper_space), 100000, always, initial);
+  for (const auto& tried : paper.tried) CHECK(tried.role != measurement_role::scan);
+}
+
+TEST_CASE("restart from every unpruned configuration: the finer pass searches next to a runner-up") {
+  // The coarse pass ends at 4x128 (1.0). The optimum 8x256 (0.96) is a stride-2 neighbour of
+  // the runner-up 4x512 (1.05, within p = 1.07), not of 4x128. Everything else is 10.
+  const auto spot = table({{shared(1, 512), 1.5}, {shared(4, 512), 1.05}, {shared(4, 128), 1.0}, {shared(8, 256), 0.96}});
+  const std::vector initial{shared(1, 512)};
+
+  synthetic_space c_f_only_space{spot};
+  const auto c_f_only =
+      uncached<tuner_params{.restart_unpruned = false}>().search(std::ref(c_f_only_space), 100000, always, initial);
+  CHECK(*c_f_only.winner == shared(4, 128));
+  CHECK(c_f_only.find(shared(8, 256)) == nullptr);
+
+  synthetic_space space{spot};
+  const auto report = uncached().search(std::ref(space), 100000, always, initial);
+  CHECK(*report.winner == shared(8, 256));
+  CHECK(report.converged);
 }
 
 TEST_CASE("early rejection: clearly slower neighbours cost rejection_blocks blocks, the winner is the same") {

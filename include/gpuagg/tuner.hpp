@@ -106,6 +106,17 @@ struct tuner_params {
   /// The normalized range below which a reference's window counts as quiet (quiet_window);
   /// the default is about a quarter of v_max.
   double quiet_noise = 0.005;
+  /// Beyond the paper. > 1 (a power of two): after the initial configurations, each start's row
+  /// (its work-group size, 1..max work groups per compute unit) is measured at every power of
+  /// this factor, and the descent starts from the fastest point found, besides the start. The
+  /// row spans every thread count per compute unit the start's shape can reach (section 3.3:
+  /// the thread count matters most); it sees past ridges that stop a local search. Paper: 0.
+  unsigned scan_stride = 4;
+  /// Beyond the paper. Each finer pass (coarse_stride) restarts from every configuration measured
+  /// so far that pruning keeps (within p of t(c_f)), fastest first, not from c_f alone: a basin
+  /// the coarse pass stepped over next to a runner-up is searched at the finer stride too.
+  /// Paper: false (one pass).
+  bool restart_unpruned = true;
 
   /// Consult and update the persistent cache when the caller gives a tuning_key.
   bool use_cache = true;
@@ -118,12 +129,14 @@ struct tuner_params {
            (early_rejection == 0.0 || early_rejection >= 1.0) && rejection_blocks >= 1 &&
            (paired_rejection == 0.0 || paired_rejection >= 1.0) &&
            (first_block_rejection == 0.0 || first_block_rejection >= 1.0) && quiet_window <= initial_blocks &&
-           quiet_noise >= 0.0;
+           quiet_noise >= 0.0 &&
+           (scan_stride == 0 || (scan_stride >= 2 && (scan_stride & (scan_stride - 1)) == 0));
   }
   /// True when every extension is off: the search is Algorithm 1 as the paper states it.
   constexpr bool is_paper_algorithm() const noexcept {
     return !diagonal_neighbours && coarse_stride == 2 && noise_similarity == 0.0 && early_rejection == 0.0 &&
-           paired_rejection == 0.0 && first_block_rejection == 0.0 && quiet_window == 0 && neighbour_entry_distance == 0;
+           paired_rejection == 0.0 && first_block_rejection == 0.0 && quiet_window == 0 && neighbour_entry_distance == 0 &&
+           scan_stride == 0 && !restart_unpruned;
   }
   friend constexpr bool operator==(const tuner_params&, const tuner_params&) = default;
 };
@@ -137,7 +150,9 @@ inline constexpr tuner_params paper_params{.diagonal_neighbours = false,
                                            .neighbour_entry_distance = 0,
                                            .paired_rejection = 0.0,
                                            .first_block_rejection = 0.0,
-                                           .quiet_window = 0};
+                                           .quiet_window = 0,
+                                           .scan_stride = 0,
+                                           .restart_unpruned = false};
 /// Table 1, first row: Algorithm 1 ignoring performance plateaus (s = 0).
 inline constexpr tuner_params strict_gradient_params = [] {
   tuner_params p = paper_params;
@@ -297,6 +312,7 @@ enum class measurement_role : std::uint8_t {
   initial,      ///< an initial configuration (section 4.1), before the loop
   neighbour,    ///< Algorithm 1, line 12
   cache_check,  ///< the stored winner, measured once to confirm it
+  scan,         ///< the refined search's scan along the start's work-group size (tuner_params::scan_stride)
 };
 
 std::string_view to_string(measurement_role role) noexcept;

@@ -111,16 +111,57 @@ class algorithm1 {
       return false;
     }
 
+    if (params_.scan_stride > 0 && scan_rows_ && !scan(queue)) return false;
+
     // The paper's search is one pass at stride 2. The refined search starts wider
     // (tuner_params::coarse_stride) and halves the stride each pass, restarting from c_f.
     for (std::uint32_t stride = params_.coarse_stride;; stride /= 2) {
       if (stride != params_.coarse_stride) {
         queue.assign(1, *fastest_);
         log_("pass at stride ", stride, " from c_f ", *fastest_);
+        if (params_.restart_unpruned) {
+          std::vector<std::pair<double, execution_params>> near;
+          for (const auto& [config, t] : times_) {
+            if (config != *fastest_ && !details_.at(config).rejected && t <= params_.prune * times_.at(*fastest_)) {
+              near.emplace_back(t, config);
+            }
+          }
+          std::sort(near.begin(), near.end());
+          for (const auto& [t, config] : near) queue.push_back(config);
+        }
       }
       if (!descend(queue, stride)) return false;
       if (stride <= 2) return true;
     }
+  }
+
+  /// Skips the scan (tuner_params::scan_stride): the start is a stored winner of a neighbouring
+  /// group count, an informed start rather than the paper's fixed one.
+  void skip_scan() noexcept { scan_rows_ = false; }
+
+  /// The refined search's scan (tuner_params::scan_stride): the row of each start that pruning
+  /// keeps (within p of t(c_f): with several strategies, the others' rows are not scanned) at
+  /// every power of the stride, each point measured against the fastest so far, so that the
+  /// rejection rules stop the clearly slower points early. The fastest point found joins Q at
+  /// its front. False when the input ran out.
+  bool scan(std::deque<execution_params>& queue) {
+    const std::vector<execution_params> starts(queue.begin(), queue.end());
+    const double t_fastest = times_.at(*fastest_);
+    for (const execution_params& start : starts) {
+      if (times_.at(start) > params_.prune * t_fastest) continue;
+      log_("scan the row of ", start);
+      for (std::uint32_t groups = 1; groups <= space_.max_work_groups_per_cu; groups *= params_.scan_stride) {
+        const execution_params point{start.strategy, {groups, start.config.work_group_size}};
+        if (times_.contains(point) || !feasible(point)) continue;
+        const execution_params reference = *fastest_;
+        if (!process_blocks_with(point, measurement_role::scan, rejection_for(reference), window_for(reference))) {
+          return false;
+        }
+        if (!details_.at(point).rejected) update_fastest(point);
+      }
+    }
+    if (std::find(queue.begin(), queue.end(), *fastest_) == queue.end()) queue.push_front(*fastest_);
+    return true;
   }
 
   /// Algorithm 1's main loop, lines 4-24, over the neighbourhood at `stride`. False when the
@@ -273,6 +314,7 @@ class algorithm1 {
   std::map<execution_params, bool> feasible_;  // the caller's verdicts
   std::optional<execution_params> fastest_;    // c_f
   double startup_ratio_ = 1.0;  // the largest first block / t(c) of the full measurements so far
+  bool scan_rows_ = true;
 };
 
 }  // namespace gpuagg::detail

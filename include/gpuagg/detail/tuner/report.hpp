@@ -16,6 +16,7 @@ inline std::string_view to_string(measurement_role role) noexcept {
     case measurement_role::initial: return "initial";
     case measurement_role::neighbour: return "neighbour";
     case measurement_role::cache_check: return "cache check";
+    case measurement_role::scan: return "scan";
   }
   return "?";
 }
@@ -45,6 +46,8 @@ inline std::ostream& operator<<(std::ostream& os, const tuner_params& params) {
     if (params.paired_rejection > 0.0) out << " paired=" << params.paired_rejection << "x";
     if (params.first_block_rejection > 0.0) out << " first-block=" << params.first_block_rejection << "x";
     if (params.quiet_window > 0) out << " quiet-window=" << params.quiet_window << "@" << params.quiet_noise;
+    if (params.scan_stride > 0) out << " scan=" << params.scan_stride;
+    if (params.restart_unpruned) out << " restart-unpruned";
     if (params.neighbour_entry_distance > 0) out << " neighbour-entry<=" << params.neighbour_entry_distance;
     out << ')';
   }

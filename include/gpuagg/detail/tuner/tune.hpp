@@ -106,6 +106,7 @@ inline tuning_report tune(const tuner_params& params, const search_space& space,
           *same_strategy);
       *same_strategy = borrowed;
       report.started_from_groups_log2 = nearest->first;
+      search.skip_scan();
     }
   }
   search.finish(search.run(starts));
