@@ -407,6 +407,16 @@ if [[ $stage == 35 ]]; then
   gzip -c $tmp/blocks.csv > $OUT/space35_${part}_blocks.csv.gz
   exit
 fi
+if [[ $stage == 36 ]]; then
+  # Stage 25 with the default that scans the start's row and restarts finer passes from every
+  # unpruned configuration, and with 2^22 and 2^24 groups (SHARED's ridge in search_space_full).
+  log=$OUT/stage36.log; deadline=$((SECONDS + ${2:-540}))
+  GPUAGG_LOG=1 step 540 tuned $bench --rows-log2 27 --groups-log2 0,4,8,12,16,20,22,24 --block-mib 4 \
+    --strategies shared,independent,workgroup_local,tuned --configs all --probe-blocks 8 --warm-blocks 4 --reps 1 \
+    --no-pipelined --tuned-reps 3 --tuned-csv $OUT/tuned_live_36.csv --blocks-csv $tmp/blocks.csv
+  gzip -c $tmp/blocks.csv > $OUT/tuned_space_blocks_36.csv.gz
+  exit
+fi
 if [[ $stage == 4 ]]; then
   # Gaps of stages 2 and 3 (cut by time limits), and value types other than uint32.
   log=$OUT/stage4.log; deadline=$((SECONDS + ${2:-420}))
