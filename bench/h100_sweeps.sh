@@ -417,6 +417,17 @@ if [[ $stage == 36 ]]; then
   gzip -c $tmp/blocks.csv > $OUT/tuned_space_blocks_36.csv.gz
   exit
 fi
+if [[ $stage == 37 ]]; then
+  # Stage 36's 2^22 and 2^24 with the exhaustive reference measured after 48 warm blocks: the
+  # tuner converges after 65 to 128 blocks of 4 MiB, when the table holds nearly every group
+  # (updates), while stage 36's reference measured blocks 4 to 12, still inserting.
+  log=$OUT/stage37.log; deadline=$((SECONDS + ${2:-540}))
+  GPUAGG_LOG=1 step 540 tuned $bench --rows-log2 27 --groups-log2 22,24 --block-mib 4 \
+    --strategies shared,tuned --configs all --probe-blocks 8 --warm-blocks 48 --reps 1 \
+    --no-pipelined --tuned-reps 3 --tuned-csv $OUT/tuned_live_37.csv --blocks-csv $tmp/blocks.csv
+  gzip -c $tmp/blocks.csv > $OUT/tuned_space_blocks_37.csv.gz
+  exit
+fi
 if [[ $stage == 4 ]]; then
   # Gaps of stages 2 and 3 (cut by time limits), and value types other than uint32.
   log=$OUT/stage4.log; deadline=$((SECONDS + ${2:-420}))
