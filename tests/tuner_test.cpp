@@ -1130,6 +1130,34 @@ TEST_CASE("several strategies at once: the right strategy wins") {
   }
 }
 
+TEST_CASE("several strategies at once: a hopeless later start costs one block") {
+  // INDEPENDENT's start is 1000x slower than SHARED's: the refined search stops it after its
+  // first block (first-block rejection against the fastest start so far) and never queues it;
+  // the paper's search measures it like any start (3 blocks).
+  synthetic_space space{[](const execution_params& p) {
+    return p.strategy == strategy_kind::independent ? 1000.0 : bowl(1.0, 3, 7)(p);
+  }};
+  const std::vector initial{shared(1, 512), independent(1, 256)};
+  const auto report = uncached().search(std::ref(space), 100000, always, initial);
+  REQUIRE(report.winner);
+  CHECK(*report.winner == shared(8, 128));
+  const auto* hopeless = report.find(independent(1, 256));
+  REQUIRE(hopeless != nullptr);
+  CHECK(hopeless->role == measurement_role::initial);
+  CHECK(hopeless->blocks == 1);
+  CHECK(hopeless->rejected);
+  for (const auto& tried : report.tried) {
+    if (tried.params.strategy == strategy_kind::independent) CHECK(tried.params == independent(1, 256));
+  }
+
+  synthetic_space paper_space{[](const execution_params& p) {
+    return p.strategy == strategy_kind::independent ? 1000.0 : bowl(1.0, 3, 7)(p);
+  }};
+  const auto paper = uncached<gpuagg::paper_params>().search(std::ref(paper_space), 100000, always, initial);
+  REQUIRE(paper.find(independent(1, 256)) != nullptr);
+  CHECK(paper.find(independent(1, 256))->blocks == 3);
+}
+
 TEST_CASE("cache: a warm start checks the stored winner with one measurement") {
   const cache_dir dir;
   const std::vector initial{shared(1, 512)};

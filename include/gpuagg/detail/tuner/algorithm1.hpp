@@ -99,8 +99,16 @@ class algorithm1 {
     for (const execution_params& requested : initial) {
       const std::optional<execution_params> start = feasible_start(requested);
       if (!start || std::find(queue.begin(), queue.end(), *start) != queue.end()) continue;
-      if (!times_.contains(*start) && !process_blocks_with(*start, measurement_role::initial)) {
-        return false;  // the input ran out: report the best so far
+      if (!times_.contains(*start)) {
+        // The refined search measures the later initial configurations against the fastest so
+        // far, so that first-block rejection stops a hopeless start (with many groups,
+        // INDEPENDENT's nearest feasible start can be thousands of times slower) after one block.
+        const bool against_fastest = fastest_ && params_.first_block_rejection > 0.0;
+        const std::optional<double> t =
+            against_fastest ? process_blocks_with(*start, measurement_role::initial, first_block_rule(*fastest_))
+                            : process_blocks_with(*start, measurement_role::initial);
+        if (!t) return false;  // the input ran out: report the best so far
+        if (details_.at(*start).rejected) continue;
       }
       queue.push_back(*start);
       update_fastest(*start);
@@ -274,6 +282,14 @@ class algorithm1 {
     if (params_.first_block_rejection > 0.0) {
       rule.first_block_above = params_.first_block_rejection * times_.at(reference) * startup_ratio_;
     }
+    return rule;
+  }
+
+  /// Only first-block rejection against `reference` (for initial configurations: the other rules
+  /// compare block by block with a neighbour's own reference, which a start does not have).
+  rejection_rule first_block_rule(const execution_params& reference) const {
+    rejection_rule rule;
+    rule.first_block_above = params_.first_block_rejection * times_.at(reference) * startup_ratio_;
     return rule;
   }
 
