@@ -701,6 +701,24 @@ TEST_CASE("scan: the start's row sees past a ridge that stops the local search")
   for (const auto& tried : paper.tried) CHECK(tried.role != measurement_role::scan);
 }
 
+TEST_CASE("scan: a direction ends at a hopeless point") {
+  // SHARED at one group on the H100: more threads only add contention, 2x to 60x slower along the
+  // row. The scan stops after 4x512's single block instead of running 16x to 1024x512.
+  const auto contended = [](const execution_params& p) {
+    const double threads = double(p.config.work_groups_per_cu) * p.config.work_group_size;
+    return p.config.work_groups_per_cu == 1 ? bowl(1.0, 0, 8)(p) : threads / 512.0 + 1.0;
+  };
+  synthetic_space space{contended};
+  const auto report = uncached().search(std::ref(space), 100000, always, std::vector{shared(1, 512)});
+  std::vector<execution_params> scanned;
+  for (const auto& tried : report.tried) {
+    if (tried.role == measurement_role::scan) scanned.push_back(tried.params);
+  }
+  REQUIRE(scanned == std::vector{shared(4, 512)});
+  CHECK(report.find(shared(4, 512))->blocks == 1);
+  CHECK(*report.winner == shared(1, 256));
+}
+
 TEST_CASE("restart from every unpruned configuration: the finer pass searches next to a runner-up") {
   // The coarse pass ends at 4x128 (1.0). The optimum 8x256 (0.96) is a stride-2 neighbour of
   // the runner-up 4x512 (1.05, within p = 1.07), not of 4x128. Everything else is 10.

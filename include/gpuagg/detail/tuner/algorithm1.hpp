@@ -148,24 +148,33 @@ class algorithm1 {
   void skip_scan() noexcept { scan_rows_ = false; }
 
   /// The refined search's scan (tuner_params::scan_stride): the row of each start that pruning
-  /// keeps (within p of t(c_f): with several strategies, the others' rows are not scanned) at
-  /// every power of the stride, each point measured against the fastest so far, so that the
-  /// rejection rules stop the clearly slower points early. The fastest point found joins Q at
-  /// its front. False when the input ran out.
+  /// keeps (within p of t(c_f): with several strategies, the others' rows are not scanned),
+  /// outward from the start in both directions at every power of the stride. Each point is
+  /// measured against the fastest so far, so that the rejection rules stop the clearly slower
+  /// points early; a direction ends at a point that first-block rejection stops after one block
+  /// (more than twice as slow as the fastest even allowing for a start-up outlier: further out,
+  /// the thread count only moves further from what runs well). The fastest point found joins Q
+  /// at its front. False when the input ran out.
   bool scan(std::deque<execution_params>& queue) {
     const std::vector<execution_params> starts(queue.begin(), queue.end());
     const double t_fastest = times_.at(*fastest_);
     for (const execution_params& start : starts) {
       if (times_.at(start) > params_.prune * t_fastest) continue;
       log_("scan the row of ", start);
-      for (std::uint32_t groups = 1; groups <= space_.max_work_groups_per_cu; groups *= params_.scan_stride) {
-        const execution_params point{start.strategy, {groups, start.config.work_group_size}};
-        if (times_.contains(point) || !feasible(point)) continue;
-        const execution_params reference = *fastest_;
-        if (!process_blocks_with(point, measurement_role::scan, rejection_for(reference), window_for(reference))) {
-          return false;
+      for (const bool up : {true, false}) {
+        std::uint32_t groups = start.config.work_groups_per_cu;
+        while (up ? groups <= space_.max_work_groups_per_cu / params_.scan_stride : groups >= params_.scan_stride) {
+          groups = up ? groups * params_.scan_stride : groups / params_.scan_stride;
+          const execution_params point{start.strategy, {groups, start.config.work_group_size}};
+          if (times_.contains(point) || !feasible(point)) continue;
+          const execution_params reference = *fastest_;
+          if (!process_blocks_with(point, measurement_role::scan, rejection_for(reference), window_for(reference))) {
+            return false;
+          }
+          const measured& m = details_.at(point);
+          if (m.rejected && m.blocks.size() == 1) break;  // hopeless: this direction ends
+          if (!m.rejected) update_fastest(point);
         }
-        if (!details_.at(point).rejected) update_fastest(point);
       }
     }
     if (std::find(queue.begin(), queue.end(), *fastest_) == queue.end()) queue.push_front(*fastest_);
