@@ -1228,6 +1228,62 @@ TEST_CASE("cache: a warm start checks the stored winner with one measurement") {
   }
 }
 
+TEST_CASE("cache: a search the input cut short is stored provisionally and resumed by the next query") {
+  const cache_dir dir;
+  const std::vector initial{shared(1, 512)};
+  // 12 blocks: the initial configuration and a few neighbours, no convergence.
+  synthetic_space first_space{bowl(1.0, 4, 6)};
+  const auto first = tuner<>().search(std::ref(first_space), 12, always, initial, sample_key);
+  REQUIRE_FALSE(first.converged);
+  REQUIRE(first.winner);
+  std::vector<std::string> warnings;
+  const auto provisional = tuning_cache::from_environment().load(sample_key, warnings);
+  REQUIRE(provisional);
+  CHECK_FALSE(provisional->converged);
+  CHECK(provisional->params == *first.winner);
+  CHECK(*first.winner != shared(16, 64));
+
+  // The next query is no hit: it resumes the search from the provisional winner, without the
+  // scan (an informed start), and stores the converged winner.
+  synthetic_space second_space{bowl(1.0, 4, 6)};
+  const auto second = tuner<>().search(std::ref(second_space), 100000, always, initial, sample_key);
+  CHECK(second.cache == cache_outcome::resumed);
+  CHECK(second.tried.front().params == *first.winner);
+  CHECK(second.tried.front().role == measurement_role::initial);
+  for (const auto& tried : second.tried) CHECK(tried.role != measurement_role::scan);
+  CHECK(second.converged);
+  CHECK(*second.winner == shared(16, 64));
+  const auto converged = tuning_cache::from_environment().load(sample_key, warnings);
+  REQUIRE(converged);
+  CHECK(converged->converged);
+  CHECK(converged->params == shared(16, 64));
+  std::ostringstream text;
+  text << second;
+  CHECK(text.str().find("resumed from a provisional entry") != std::string::npos);
+
+  // The third is a hit.
+  synthetic_space third_space{bowl(1.0, 4, 6)};
+  const auto third = tuner<>().search(std::ref(third_space), 100000, always, initial, sample_key);
+  CHECK(third.cache == cache_outcome::hit);
+  CHECK(third.exploration_blocks == 0);
+  CHECK(warnings.empty());
+}
+
+TEST_CASE("cache: an entry without the converged field (written before it existed) is a converged winner") {
+  const cache_dir dir;
+  std::filesystem::create_directories(dir.file().parent_path());
+  std::ofstream(dir.file()) << R"({"format": "gpuagg-tuning", "version": 1, "entries": [
+    {"device": "Test GPU", "driver_version": "1.0", "query": "sum(v) group by g", "key_type": "uint32",
+     "groups_log2": 20, "strategy": "SHARED", "work_groups_per_cu": 8, "work_group_size": 128, "seconds": 1.0}]})";
+  std::vector<std::string> warnings;
+  const auto stored = tuning_cache::from_environment().load(sample_key, warnings);
+  REQUIRE(stored);
+  CHECK(stored->converged);
+  synthetic_space space{bowl(1.0, 3, 7)};
+  const auto report = tuner<>().search(std::ref(space), 100000, always, std::vector{shared(1, 512)}, sample_key);
+  CHECK(report.cache == cache_outcome::hit);
+}
+
 TEST_CASE("cache: a changed space makes the check fail and the search run again") {
   const cache_dir dir;
   const std::vector initial{shared(1, 512)};

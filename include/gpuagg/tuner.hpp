@@ -265,12 +265,16 @@ std::ostream& operator<<(std::ostream& os, const tuning_key& key);
 struct cache_entry {
   execution_params params{};
   double seconds = 0.0;  ///< its time per block when it won
+  /// False for a provisional entry: the best so far of a search the input cut short. It is never
+  /// confirmed as a hit; the next query of the same shape resumes the search from it.
+  bool converged = true;
   friend bool operator==(const cache_entry&, const cache_entry&) = default;
 };
 
 /// The winners file: one JSON document, {"format": "gpuagg-tuning", "version": 1, "entries":
 /// [{device, driver_version, query, key_type, groups_log2, strategy, work_groups_per_cu,
-/// work_group_size, seconds}, ...]}. A value type (just the path); all file access is
+/// work_group_size, seconds, converged}, ...]} (converged false: a provisional entry, see
+/// cache_entry). A value type (just the path); all file access is
 /// serialized by one process-wide mutex and every write is atomic (temp file + rename), so
 /// readers never see half a file. Across processes the last writer wins.
 ///
@@ -334,6 +338,7 @@ enum class cache_outcome : std::uint8_t {
   miss,      ///< nothing stored (or unusable): full search
   hit,       ///< stored winner confirmed by one measurement: no search
   stale,     ///< stored winner off by more than s: full search, entry replaced
+  resumed,   ///< a provisional entry (a search cut short before): the search starts from it
 };
 
 std::string_view to_string(cache_outcome outcome) noexcept;

@@ -89,8 +89,9 @@ inline std::optional<cache_entry> parse_entry(const nlohmann::json& entry) {
     const auto groups = entry.at("work_groups_per_cu").get<std::uint32_t>();
     const auto size = entry.at("work_group_size").get<std::uint32_t>();
     const auto seconds = entry.at("seconds").get<double>();
+    const bool converged = entry.contains("converged") ? entry.at("converged").get<bool>() : true;
     if (!strategy || groups == 0 || size == 0 || !(seconds > 0.0)) return std::nullopt;
-    return cache_entry{{*strategy, {groups, size}}, seconds};
+    return cache_entry{{*strategy, {groups, size}}, seconds, converged};
   } catch (const nlohmann::json::exception&) {
     return std::nullopt;
   }
@@ -204,7 +205,8 @@ inline bool tuning_cache::store(const tuning_key& key, const cache_entry& entry,
                   {"strategy", to_string(entry.params.strategy)},
                   {"work_groups_per_cu", entry.params.config.work_groups_per_cu},
                   {"work_group_size", entry.params.config.work_group_size},
-                  {"seconds", entry.seconds}});
+                  {"seconds", entry.seconds},
+                  {"converged", entry.converged}});
   entries = std::move(kept);
 
   const auto fail = [&](const std::string& why) {

@@ -27,6 +27,7 @@ inline std::string_view to_string(cache_outcome outcome) noexcept {
     case cache_outcome::miss: return "miss";
     case cache_outcome::hit: return "hit";
     case cache_outcome::stale: return "stale (re-searched)";
+    case cache_outcome::resumed: return "resumed from a provisional entry";
   }
   return "?";
 }

@@ -21,8 +21,10 @@ namespace detail {
 /// A search, optionally warm-started from the cache (section 4.3): a stored winner is measured
 /// once with ProcessBlocksWith; if that time is within s of the stored one, it wins without a
 /// search; otherwise Algorithm 1 runs in full, the stored winner (already measured) joining the
-/// initial configurations, and the new winner replaces the entry. Only a converged search is
-/// stored: a search cut short by the end of the input has not found its minimum. On a miss, with
+/// initial configurations, and the new winner replaces the entry. A search cut short by the end
+/// of the input has not found its minimum: its best so far is stored as provisional
+/// (cache_entry::converged false), never confirmed as a hit, and the next query of the shape
+/// resumes the search from it (cache_outcome::resumed). On a miss, with
 /// tuner_params::neighbour_entry_distance, the winner stored for the nearest group count (of the
 /// same device and query) replaces its strategy's initial configuration.
 inline tuning_report tune(const tuner_params& params, const search_space& space, const tuning_cache& cache,
@@ -31,6 +33,7 @@ inline tuning_report tune(const tuner_params& params, const search_space& space,
                           const std::optional<tuning_key>& key) {
   tuning_report report;
   report.params = params;
+  std::optional<execution_params> resume_from;  // a provisional entry's best so far
   host_stopwatch watch;
   watch.start();
   const decision_log log(log_sink, &watch);
@@ -54,6 +57,11 @@ inline tuning_report tune(const tuner_params& params, const search_space& space,
       log("cache miss for ", *key, " (", cache.path().string(), ")");
     } else if (!search.feasible(stored->params)) {
       log("cache entry ", stored->params, " is outside the space or infeasible now; searching");
+    } else if (!stored->converged) {
+      // A search the input cut short: no hit to confirm, but a better start than the paper's.
+      log("provisional cache entry ", stored->params, " (a search cut short); resuming from it");
+      report.cache = cache_outcome::resumed;
+      resume_from = stored->params;
     } else {
       log("cache entry ", stored->params, " at ", format_seconds(stored->seconds), "; checking it");
       const std::optional<double> now = search.process_blocks_with(stored->params, measurement_role::cache_check);
@@ -97,6 +105,17 @@ inline tuning_report tune(const tuner_params& params, const search_space& space,
   } else {
     starts.insert(starts.end(), initial.begin(), initial.end());
   }
+  if (resume_from) {  // replaces its strategy's initial configuration, or joins them
+    const auto same_strategy = std::find_if(starts.begin(), starts.end(), [&](const execution_params& p) {
+      return p.strategy == resume_from->strategy;
+    });
+    if (same_strategy != starts.end()) {
+      *same_strategy = *resume_from;
+    } else {
+      starts.push_back(*resume_from);
+    }
+    search.skip_scan();
+  }
   if (nearest) {  // replaces its strategy's initial configuration; never adds a strategy
     const execution_params& borrowed = nearest->second.params;
     const auto same_strategy = std::find_if(starts.begin() + static_cast<std::ptrdiff_t>(first_initial), starts.end(),
@@ -111,10 +130,12 @@ inline tuning_report tune(const tuner_params& params, const search_space& space,
   }
   search.finish(search.run(starts));
 
-  if (caching && report.converged && report.winner) {
+  // A converged winner is stored as such; the best so far of a search the input cut short is
+  // stored as provisional, for the next query of this shape to resume from (never as a hit).
+  if (caching && report.winner) {
     const stopwatch_pause pause(watch);
-    if (cache.store(*key, {*report.winner, report.winner_seconds}, report.warnings)) {
-      log("stored ", *report.winner, " for ", *key);
+    if (cache.store(*key, {*report.winner, report.winner_seconds, report.converged}, report.warnings)) {
+      log(report.converged ? "stored " : "stored provisionally ", *report.winner, " for ", *key);
     }
   }
   return done();
