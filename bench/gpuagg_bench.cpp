@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <bit>
 #include <cstring>
+#include <filesystem>
 #include <type_traits>
 #include <fstream>
 #include <iomanip>
@@ -67,6 +68,7 @@ struct settings {
   std::string csv;
   std::string blocks_csv;
   std::string tuned_csv;
+  std::string tuned_cache;  // a winners file the live tuner's queries share (empty: no cache)
   std::string peers_csv;
   std::uint64_t seed = 42;
   bool quick = false;
@@ -587,8 +589,12 @@ class bench {
     }
   }
 
-  /// The tuner (Algorithm 1, every strategy at once, no cache) inside real queries, compared
-  /// with the exhaustive search this run measured before it (put "tuned" after the strategies).
+  /// The tuner (the default search, every strategy at once) inside real queries, compared with
+  /// the exhaustive search this run measured before it (put "tuned" after the strategies).
+  /// Without --tuned-cache each query tunes from scratch (rep 0 warms up and is not reported).
+  /// With it, the queries of one group count share that winners file, a fresh one per group
+  /// count, and every query is reported, the first included: how the search carries over from
+  /// query to query (provisional entries of searches the input cut short, then hits).
   void run_tuned(unsigned groups_log2) {
     const auto q = select(sum(col<0>));
     double optimum = 0;  // G tuples/s per block, best over every strategy and configuration measured
@@ -596,19 +602,23 @@ class bench {
       if (key.first != groups_log2) continue;
       for (const auto& [config, rate] : rates) optimum = std::max(optimum, rate);
     }
+    const bool cached = !s_.tuned_cache.empty();
+    if (cached) std::filesystem::remove(s_.tuned_cache);
     for (unsigned rep = 0; rep <= s_.tuned_reps; ++rep) {
       auto driver = driver_for(q, false);
       const double block_rows = double(driver->block_rows());
-      tuner<tuner_params{.use_cache = false}> t{search_space{.max_work_group_size = driver->max_work_group_size()}};
+      const search_space space{.max_work_group_size = driver->max_work_group_size()};
       std::vector<execution_params> initial;
       for (const auto strategy : all_strategies) initial.push_back({strategy, driver->initial_config(strategy)});
-      const auto report = t.run(*driver, initial);
+      const tuning_report report =
+          cached ? tuner<>(space, tuning_cache{s_.tuned_cache}).run(*driver, initial, detail::tuning_key_for(*driver))
+                 : tuner<tuner_params{.use_cache = false}>(space).run(*driver, initial);
       auto on_device = driver->template finalize_on_device<sum_type>();
       const bool verified = on_device.size == data_.expected_groups &&
                             device_checksum<Key, sum_type>(ctx_, on_device.keys, on_device.template column<0>(),
                                                  on_device.size) == data_.expected_checksum;
       all_verified_ = all_verified_ && verified;
-      if (rep == 0 || !report.winner) continue;  // rep 0 warms up
+      if ((rep == 0 && !cached) || !report.winner) continue;  // rep 0 warms up
       // The winner's rate as the exhaustive search measured it (same run), and as the tuner did.
       double exhaustive_rate = 0;
       double full_evaluation_seconds = 0;  // every feasible configuration, 3 blocks each
@@ -625,15 +635,17 @@ class bench {
       if (!tuned_csv_header_) {
         tuned_rows_ << "groups_log2,rep,winner_strategy,winner_wgpcu,winner_wgs,tuner_gtps,exhaustive_gtps_of_winner,"
                        "optimum_gtps,quality,configurations_tried,exploration_blocks,cost_blocks,overhead,effort,"
-                       "verified\n";
+                       "verified,cache,converged\n";
         tuned_csv_header_ = true;
       }
       tuned_rows_ << groups_log2 << ',' << rep << ',' << to_string(report.winner->strategy) << ','
                   << report.winner->config.work_groups_per_cu << ',' << report.winner->config.work_group_size << ','
                   << tuner_rate << ',' << exhaustive_rate << ',' << optimum << ',' << quality << ','
                   << report.tried.size() << ',' << report.exploration_blocks << ',' << report.cost() << ','
-                  << report.overhead() << ',' << effort << ',' << (verified ? 1 : 0) << std::endl;
-      std::cerr << "  tuned: " << *report.winner << " after " << report.exploration_blocks << " blocks, "
+                  << report.overhead() << ',' << effort << ',' << (verified ? 1 : 0) << ",\""
+                  << to_string(report.cache) << "\"," << (report.converged ? 1 : 0) << std::endl;
+      std::cerr << "  tuned: " << *report.winner << (report.converged ? "" : " (not converged)") << ", cache "
+                << to_string(report.cache) << ", after " << report.exploration_blocks << " blocks, "
                 << report.tried.size() << " configurations; quality " << quality << ", effort " << effort << '\n';
       auto& entry = summary[{groups_log2, "tuned"}];
       if (tuner_rate > entry.best) {
@@ -780,6 +792,8 @@ int main(int argc, char** argv) {
   app.add_option("--reps", s.reps, "measured repetitions per configuration (after one warm-up)");
   app.add_option("--query-reps", s.query_reps, "measured repetitions of the pipelined whole query");
   app.add_option("--tuned-reps", s.tuned_reps, "measured repetitions of the live tuner (system tuned)");
+  app.add_option("--tuned-cache", s.tuned_cache,
+                 "winners file the live tuner's queries share, fresh per group count (default: none)");
   app.add_option("--probe-blocks", s.probe_blocks, "blocks measured per configuration (0: all)");
   app.add_option("--warm-blocks", s.warm_blocks,
                  "blocks run with the fastest configuration so far before each configuration's measured blocks");

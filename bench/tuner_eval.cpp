@@ -628,6 +628,44 @@ struct warm_outcome {
   std::size_t cases = 0, hits = 0, zero_exploration = 0, stale = 0;
 };
 
+/// Short queries with one cache (section 4.3 with provisional entries): each case's query shape
+/// runs again and again with `budget` blocks per query, until a query ends with a converged
+/// search or `max_queries` ran. Per case: the queries needed, and the quality of the stored
+/// configuration after each query.
+struct short_query_outcome {
+  std::vector<std::size_t> queries_to_converge;  ///< max_queries + 1 where none converged
+  std::vector<std::vector<double>> quality;      ///< per case, after each query
+};
+
+short_query_outcome replay_short_queries(const std::vector<const recorded_space*>& spaces,
+                                         const gpuagg::search_space& bounds, const replay_options& options,
+                                         const std::filesystem::path& file, std::size_t budget,
+                                         std::size_t max_queries) {
+  short_query_outcome out;
+  const gpuagg::tuner<tuner_params{}> tuner(bounds, gpuagg::tuning_cache{file});
+  for (const recorded_space* space : spaces) {
+    std::filesystem::remove(file);
+    const gpuagg::tuning_key key{"replay", "recorded", "replay " + space->label(), "-", space->groups_log2};
+    const auto feasible = [space](const execution_params& p) { return space->blocks.contains(p); };
+    const std::vector<execution_params> initial = space->initial_configs(bounds);
+    const full_evaluation full = evaluate_fully(*space, options.wrap, options.reference, options.query_blocks);
+    std::size_t converged_after = max_queries + 1;
+    std::vector<double> quality;
+    for (std::size_t q = 1; q <= max_queries; ++q) {
+      replay blocks(*space, options.wrap);  // a new query: its blocks start again
+      const auto report = tuner.search(std::ref(blocks), budget, feasible, initial, key);
+      if (report.winner) quality.push_back(gpuagg::detail::mean_of(space->blocks.at(*report.winner)) / full.optimum_seconds);
+      if (report.converged && report.cache != gpuagg::cache_outcome::not_used) {
+        converged_after = std::min(converged_after, q);
+      }
+    }
+    out.queries_to_converge.push_back(converged_after);
+    out.quality.push_back(std::move(quality));
+  }
+  std::filesystem::remove(file);
+  return out;
+}
+
 warm_outcome replay_warm_cache(const std::vector<const recorded_space*>& spaces, const gpuagg::search_space& bounds,
                                const replay_options& options, const std::filesystem::path& file) {
   std::filesystem::remove(file);
@@ -1014,6 +1052,28 @@ int main(int argc, char** argv) {
                 median_of(half_b), within, all.size());
   }
 
+  for (const std::size_t budget : {std::size_t{16}, std::size_t{32}}) {
+    constexpr std::size_t max_queries = 8;
+    const short_query_outcome short_queries = replay_short_queries(cases, data.bounds, options, scratch, budget,
+                                                                   max_queries);
+    std::vector<double> queries(short_queries.queries_to_converge.begin(), short_queries.queries_to_converge.end());
+    std::size_t never = 0;
+    for (const std::size_t q : short_queries.queries_to_converge) never += q > max_queries;
+    std::printf("queries of %zu blocks with one cache (provisional entries): median %.1f queries until one converges, "
+                "%zu/%zu cases not within %zu;",
+                budget, median_of(queries), never, queries.size(), max_queries);
+    for (const std::size_t after : {std::size_t{1}, std::size_t{2}, std::size_t{4}, max_queries}) {
+      std::size_t within = 0;
+      double worst = 0.0;
+      for (const auto& q : short_queries.quality) {
+        if (q.size() < after) continue;
+        within += q[after - 1] <= 1.01;
+        worst = std::max(worst, q[after - 1]);
+      }
+      std::printf(" after %zu: %zu within 1%%, worst %.3f;", after, within, worst);
+    }
+    std::printf("\n");
+  }
   const warm_outcome warm = replay_warm_cache(cases, data.bounds, options, scratch);
   std::printf("warm cache (default tuner, each case's query twice): second query a hit in %zu/%zu cases, "
               "stale in %zu, no exploration block in %zu/%zu\n",

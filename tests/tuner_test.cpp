@@ -1243,16 +1243,28 @@ TEST_CASE("cache: a search the input cut short is stored provisionally and resum
   CHECK(provisional->params == *first.winner);
   CHECK(*first.winner != shared(16, 64));
 
-  // The next query is no hit: it resumes the search from the provisional winner, without the
-  // scan (an informed start), and stores the converged winner.
+  REQUIRE(provisional->state);
+  std::size_t complete = 0;
+  for (const auto& tried : first.tried) complete += tried.complete;
+  CHECK(provisional->state->measured.size() == complete);
+  CHECK_FALSE(provisional->state->queue.empty());
+
+  // The next query is no hit: it resumes the search where the first stood, measures none of the
+  // configurations the first measured completely, and stores the converged winner.
   synthetic_space second_space{bowl(1.0, 4, 6)};
   const auto second = tuner<>().search(std::ref(second_space), 100000, always, initial, sample_key);
   CHECK(second.cache == cache_outcome::resumed);
-  CHECK(second.tried.front().params == *first.winner);
-  CHECK(second.tried.front().role == measurement_role::initial);
-  for (const auto& tried : second.tried) CHECK(tried.role != measurement_role::scan);
+  for (const auto& tried : second.tried) {
+    const auto* before = first.find(tried.params);
+    CHECK((before == nullptr || !before->complete));
+  }
   CHECK(second.converged);
   CHECK(*second.winner == shared(16, 64));
+  // Together the two queries measured what one uninterrupted search does.
+  synthetic_space whole_space{bowl(1.0, 4, 6)};
+  const auto whole = uncached().search(std::ref(whole_space), 100000, always, initial);
+  CHECK(*whole.winner == shared(16, 64));
+  CHECK(second.tried.size() + complete <= whole.tried.size() + 1);
   const auto converged = tuning_cache::from_environment().load(sample_key, warnings);
   REQUIRE(converged);
   CHECK(converged->converged);
@@ -1282,6 +1294,23 @@ TEST_CASE("cache: an entry without the converged field (written before it existe
   synthetic_space space{bowl(1.0, 3, 7)};
   const auto report = tuner<>().search(std::ref(space), 100000, always, std::vector{shared(1, 512)}, sample_key);
   CHECK(report.cache == cache_outcome::hit);
+}
+
+TEST_CASE("cache: a provisional entry whose search is corrupt warns and tuning goes on") {
+  const cache_dir dir;
+  std::filesystem::create_directories(dir.file().parent_path());
+  std::ofstream(dir.file()) << R"({"format": "gpuagg-tuning", "version": 1, "entries": [
+    {"device": "Test GPU", "driver_version": "1.0", "query": "sum(v) group by g", "key_type": "uint32",
+     "groups_log2": 20, "strategy": "SHARED", "work_groups_per_cu": 8, "work_group_size": 128, "seconds": 1.0,
+     "converged": false, "search": {"phase": "descent", "stride": 2, "queue": [["SHARED", 8]], "measured": []}}]})";
+  std::vector<std::string> warnings;
+  CHECK_FALSE(tuning_cache::from_environment().load(sample_key, warnings));
+  CHECK_FALSE(warnings.empty());
+  synthetic_space space{bowl(1.0, 3, 7)};
+  const auto report = tuner<>().search(std::ref(space), 100000, always, std::vector{shared(1, 512)}, sample_key);
+  CHECK(report.cache == cache_outcome::miss);
+  CHECK(*report.winner == shared(8, 128));
+  CHECK(report.converged);
 }
 
 TEST_CASE("cache: a changed space makes the check fail and the search run again") {

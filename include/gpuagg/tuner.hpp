@@ -262,12 +262,32 @@ struct tuning_key {
 std::ostream& operator<<(std::ostream& os, const tuning_key& key);
 
 /// One stored winner.
+/// Where a search the input cut short stood (a provisional cache entry keeps it): every
+/// configuration measured completely, Algorithm 1's queue Q, the pass and its stride. The next
+/// query of the same shape continues from here instead of measuring the same points again.
+struct search_state {
+  enum class phase_kind : std::uint8_t { initial, scan, descent };
+  struct tested {
+    execution_params params{};
+    double seconds = 0.0;  ///< t(c)
+    bool rejected = false;  ///< stopped early as clearly slower
+    std::vector<double> blocks;  ///< every block it ran, in order
+    friend bool operator==(const tested&, const tested&) = default;
+  };
+  phase_kind phase = phase_kind::initial;
+  std::uint32_t stride = 0;  ///< the pass's stride (descent)
+  std::vector<execution_params> queue;
+  std::vector<tested> measured;
+  friend bool operator==(const search_state&, const search_state&) = default;
+};
+
 struct cache_entry {
   execution_params params{};
   double seconds = 0.0;  ///< its time per block when it won
   /// False for a provisional entry: the best so far of a search the input cut short. It is never
-  /// confirmed as a hit; the next query of the same shape resumes the search from it.
+  /// confirmed as a hit; the next query of the same shape resumes the search from `state`.
   bool converged = true;
+  std::optional<search_state> state;  ///< a provisional entry's search, where it stood
   friend bool operator==(const cache_entry&, const cache_entry&) = default;
 };
 

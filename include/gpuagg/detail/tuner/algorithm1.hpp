@@ -91,27 +91,44 @@ class algorithm1 {
 
   /// Lines 1-3 for every initial configuration (section 4.1, "Optimizing multiple
   /// parallelization strategies": all are evaluated and added to Q before the loop), then the
-  /// main loop, lines 4-24 (the refined search: once per stride, see tuner_params::coarse_stride).
-  /// True when Q ran empty in the last pass (converged); false when the input ran out or nothing
-  /// was feasible. The caller then calls `finish`.
-  bool run(std::span<const execution_params> initial) {
-    std::deque<execution_params> queue;  // Q: FIFO of reference configurations
-    for (const execution_params& requested : initial) {
-      const std::optional<execution_params> start = feasible_start(requested);
-      if (!start || std::find(queue.begin(), queue.end(), *start) != queue.end()) continue;
-      if (!times_.contains(*start)) {
-        // The refined search measures the later initial configurations against the fastest so
-        // far, so that first-block rejection stops a hopeless start (with many groups,
-        // INDEPENDENT's nearest feasible start can be thousands of times slower) after one block.
-        const bool against_fastest = fastest_ && params_.first_block_rejection > 0.0;
-        const std::optional<double> t =
-            against_fastest ? process_blocks_with(*start, measurement_role::initial, first_block_rule(*fastest_))
-                            : process_blocks_with(*start, measurement_role::initial);
-        if (!t) return false;  // the input ran out: report the best so far
+  /// main loop, lines 4-24 (the refined search: the scan, then once per stride, see
+  /// tuner_params::coarse_stride). With `resumed` (a provisional cache entry), the search
+  /// continues where that one stood: its measurements count as tested, and it picks up its phase,
+  /// Q and stride. True when Q ran empty in the last pass (converged); false when the input ran
+  /// out or nothing was feasible. The caller then calls `finish`.
+  bool run(std::span<const execution_params> initial, const search_state* resumed = nullptr) {
+    std::deque<execution_params>& queue = queue_;  // Q: FIFO of reference configurations
+    using phase = search_state::phase_kind;
+    const phase from = resumed ? resumed->phase : phase::initial;
+    if (resumed) preload(*resumed);
+    if (from == phase::initial) {
+      phase_ = phase::initial;
+      queue.clear();
+      for (const execution_params& requested : initial) {
+        const std::optional<execution_params> start = feasible_start(requested);
+        if (!start || std::find(queue.begin(), queue.end(), *start) != queue.end()) continue;
+        if (!times_.contains(*start)) {
+          // The refined search measures the later initial configurations against the fastest so
+          // far, so that first-block rejection stops a hopeless start (with many groups,
+          // INDEPENDENT's nearest feasible start can be thousands of times slower) after one block.
+          const bool against_fastest = fastest_ && params_.first_block_rejection > 0.0;
+          const std::optional<double> t =
+              against_fastest ? process_blocks_with(*start, measurement_role::initial, first_block_rule(*fastest_))
+                              : process_blocks_with(*start, measurement_role::initial);
+          if (!t) return false;  // the input ran out: report the best so far
+        }
         if (details_.at(*start).rejected) continue;
+        queue.push_back(*start);
+        update_fastest(*start);
       }
-      queue.push_back(*start);
-      update_fastest(*start);
+    } else {
+      queue.clear();
+      for (const execution_params& reference : resumed->queue) {
+        if (times_.contains(reference) && !details_.at(reference).rejected) queue.push_back(reference);
+      }
+      if (queue.empty() && fastest_) queue.push_back(*fastest_);
+      log_("resuming the search where a query cut it short (", queue.size(), " in Q, ", times_.size(),
+           " configurations measured)");
     }
     if (queue.empty()) {
       report_.warnings.emplace_back("no feasible execution parameters in the search space");
@@ -119,12 +136,25 @@ class algorithm1 {
       return false;
     }
 
-    if (params_.scan_stride > 0 && scan_rows_ && !scan(queue)) return false;
+    if (from != phase::descent) {
+      phase_ = phase::scan;
+      if (params_.scan_stride > 0 && scan_rows_ && !scan(queue)) return false;
+    }
 
     // The paper's search is one pass at stride 2. The refined search starts wider
-    // (tuner_params::coarse_stride) and halves the stride each pass, restarting from c_f.
-    for (std::uint32_t stride = params_.coarse_stride;; stride /= 2) {
-      if (stride != params_.coarse_stride) {
+    // (tuner_params::coarse_stride) and halves the stride each pass, restarting from c_f. A
+    // resumed search continues the pass it was in, with its Q.
+    phase_ = phase::descent;
+    std::uint32_t first_stride = params_.coarse_stride;
+    bool keep_queue = false;
+    if (from == phase::descent && resumed->stride >= 2 && resumed->stride <= params_.coarse_stride &&
+        (resumed->stride & (resumed->stride - 1)) == 0) {
+      first_stride = resumed->stride;
+      keep_queue = true;
+    }
+    for (std::uint32_t stride = first_stride;; stride /= 2) {
+      stride_ = stride;
+      if (stride != params_.coarse_stride && !keep_queue) {
         queue.assign(1, *fastest_);
         log_("pass at stride ", stride, " from c_f ", *fastest_);
         if (params_.restart_unpruned) {
@@ -138,9 +168,24 @@ class algorithm1 {
           for (const auto& [t, config] : near) queue.push_back(config);
         }
       }
+      keep_queue = false;
       if (!descend(queue, stride)) return false;
       if (stride <= 2) return true;
     }
+  }
+
+  /// Where the search stands (for a provisional cache entry when the input ran out): its phase,
+  /// Q, the stride of its pass, and every complete measurement.
+  search_state state() const {
+    search_state out;
+    out.phase = phase_;
+    out.stride = stride_;
+    out.queue.assign(queue_.begin(), queue_.end());
+    for (const auto& [config, t] : times_) {
+      const measured& m = details_.at(config);
+      out.measured.push_back({config, t, m.rejected, m.blocks});
+    }
+    return out;
   }
 
   /// Skips the scan (tuner_params::scan_stride): the start is a stored winner of a neighbouring
@@ -166,14 +211,17 @@ class algorithm1 {
         while (up ? groups <= space_.max_work_groups_per_cu / params_.scan_stride : groups >= params_.scan_stride) {
           groups = up ? groups * params_.scan_stride : groups / params_.scan_stride;
           const execution_params point{start.strategy, {groups, start.config.work_group_size}};
-          if (times_.contains(point) || !feasible(point)) continue;
+          if (times_.contains(point)) {  // measured before (a resumed search)
+            if (hopeless(point)) break;
+            continue;
+          }
+          if (!feasible(point)) continue;
           const execution_params reference = *fastest_;
           if (!process_blocks_with(point, measurement_role::scan, rejection_for(reference), window_for(reference))) {
             return false;
           }
-          const measured& m = details_.at(point);
-          if (m.rejected && m.blocks.size() == 1) break;  // hopeless: this direction ends
-          if (!m.rejected) update_fastest(point);
+          if (hopeless(point)) break;  // this direction ends
+          if (!details_.at(point).rejected) update_fastest(point);
         }
       }
     }
@@ -294,6 +342,27 @@ class algorithm1 {
     return rule;
   }
 
+  /// Stopped by first-block rejection after its one block.
+  bool hopeless(const execution_params& point) const {
+    const measured& m = details_.at(point);
+    return m.rejected && m.blocks.size() == 1;
+  }
+
+  /// A resumed search's earlier measurements, as if measured in this query (they were, in one of
+  /// the same shape): tested, with their times and blocks; c_f and the start-up ratio follow.
+  void preload(const search_state& state) {
+    for (const search_state::tested& m : state.measured) {
+      if (m.blocks.empty() || !(m.seconds > 0.0) || !feasible(m.params)) continue;
+      times_[m.params] = m.seconds;
+      const std::size_t window = std::min<std::size_t>(params_.initial_blocks, m.blocks.size());
+      details_[m.params] = {normalized_range(std::span<const double>(m.blocks).last(window)),
+                            *std::max_element(m.blocks.begin(), m.blocks.end()), m.rejected, m.blocks};
+      if (m.rejected) continue;
+      startup_ratio_ = std::max(startup_ratio_, m.blocks.front() / m.seconds);
+      if (!fastest_ || m.seconds < times_.at(*fastest_)) fastest_ = m.params;
+    }
+  }
+
   /// Only first-block rejection against `reference` (for initial configurations: the other rules
   /// compare block by block with a neighbour's own reference, which a start does not have).
   rejection_rule first_block_rule(const execution_params& reference) const {
@@ -340,6 +409,9 @@ class algorithm1 {
   std::optional<execution_params> fastest_;    // c_f
   double startup_ratio_ = 1.0;  // the largest first block / t(c) of the full measurements so far
   bool scan_rows_ = true;
+  std::deque<execution_params> queue_;  // Q
+  search_state::phase_kind phase_ = search_state::phase_kind::initial;
+  std::uint32_t stride_ = 0;  // the current pass's stride
 };
 
 }  // namespace gpuagg::detail

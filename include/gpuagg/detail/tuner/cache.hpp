@@ -82,6 +82,75 @@ inline bool entry_matches(const nlohmann::json& entry, const tuning_key& key) {
          entry.value("groups_log2", -1) == key.groups_log2;
 }
 
+/// [strategy, work groups per CU, work-group size]; empty where out of range. Throws
+/// nlohmann::json::exception where the shape is wrong.
+inline std::optional<execution_params> parse_params(const nlohmann::json& triple) {
+  const auto strategy = parse_strategy(triple.at(0).get<std::string>());
+  const auto groups = triple.at(1).get<std::uint32_t>();
+  const auto size = triple.at(2).get<std::uint32_t>();
+  if (!strategy || groups == 0 || size == 0) return std::nullopt;
+  return execution_params{*strategy, {groups, size}};
+}
+
+inline nlohmann::json params_json(const execution_params& params) {
+  return nlohmann::json::array(
+      {std::string(to_string(params.strategy)), params.config.work_groups_per_cu, params.config.work_group_size});
+}
+
+inline std::string_view phase_name(search_state::phase_kind phase) noexcept {
+  switch (phase) {
+    case search_state::phase_kind::initial: return "initial";
+    case search_state::phase_kind::scan: return "scan";
+    case search_state::phase_kind::descent: return "descent";
+  }
+  return "initial";
+}
+
+/// A provisional entry's "search": {"phase", "stride", "queue": [[strategy, groups, size]...],
+/// "measured": [[strategy, groups, size, seconds, rejected, [blocks...]]...]}.
+inline nlohmann::json state_json(const search_state& state) {
+  nlohmann::json queue = nlohmann::json::array();
+  for (const execution_params& p : state.queue) queue.push_back(params_json(p));
+  nlohmann::json measured = nlohmann::json::array();
+  for (const search_state::tested& m : state.measured) {
+    nlohmann::json row = params_json(m.params);
+    row.push_back(m.seconds);
+    row.push_back(m.rejected);
+    row.push_back(m.blocks);
+    measured.push_back(std::move(row));
+  }
+  return {{"phase", phase_name(state.phase)}, {"stride", state.stride}, {"queue", std::move(queue)},
+          {"measured", std::move(measured)}};
+}
+
+inline std::optional<search_state> parse_state(const nlohmann::json& json) {
+  search_state state;
+  const std::string phase = json.at("phase").get<std::string>();
+  if (phase == "initial") {
+    state.phase = search_state::phase_kind::initial;
+  } else if (phase == "scan") {
+    state.phase = search_state::phase_kind::scan;
+  } else if (phase == "descent") {
+    state.phase = search_state::phase_kind::descent;
+  } else {
+    return std::nullopt;
+  }
+  state.stride = json.at("stride").get<std::uint32_t>();
+  for (const nlohmann::json& triple : json.at("queue")) {
+    const auto p = parse_params(triple);
+    if (!p) return std::nullopt;
+    state.queue.push_back(*p);
+  }
+  for (const nlohmann::json& row : json.at("measured")) {
+    const auto p = parse_params(row);
+    if (!p) return std::nullopt;
+    search_state::tested m{*p, row.at(3).get<double>(), row.at(4).get<bool>(), row.at(5).get<std::vector<double>>()};
+    if (!(m.seconds > 0.0) || m.blocks.empty()) return std::nullopt;
+    state.measured.push_back(std::move(m));
+  }
+  return state;
+}
+
 /// The stored winner of one entry, or empty where a field is missing or out of range.
 inline std::optional<cache_entry> parse_entry(const nlohmann::json& entry) {
   try {
@@ -91,7 +160,12 @@ inline std::optional<cache_entry> parse_entry(const nlohmann::json& entry) {
     const auto seconds = entry.at("seconds").get<double>();
     const bool converged = entry.contains("converged") ? entry.at("converged").get<bool>() : true;
     if (!strategy || groups == 0 || size == 0 || !(seconds > 0.0)) return std::nullopt;
-    return cache_entry{{*strategy, {groups, size}}, seconds, converged};
+    cache_entry parsed{{*strategy, {groups, size}}, seconds, converged, std::nullopt};
+    if (!converged && entry.contains("search")) {
+      parsed.state = parse_state(entry.at("search"));
+      if (!parsed.state) return std::nullopt;
+    }
+    return parsed;
   } catch (const nlohmann::json::exception&) {
     return std::nullopt;
   }
@@ -197,7 +271,7 @@ inline bool tuning_cache::store(const tuning_key& key, const cache_entry& entry,
   for (nlohmann::json& old : entries) {
     if (!detail::entry_matches(old, key)) kept.push_back(std::move(old));
   }
-  kept.push_back({{"device", key.device},
+  nlohmann::json stored = {{"device", key.device},
                   {"driver_version", key.driver_version},
                   {"query", key.query},
                   {"key_type", key.key_type},
@@ -206,7 +280,9 @@ inline bool tuning_cache::store(const tuning_key& key, const cache_entry& entry,
                   {"work_groups_per_cu", entry.params.config.work_groups_per_cu},
                   {"work_group_size", entry.params.config.work_group_size},
                   {"seconds", entry.seconds},
-                  {"converged", entry.converged}});
+                  {"converged", entry.converged}};
+  if (entry.state) stored["search"] = detail::state_json(*entry.state);
+  kept.push_back(std::move(stored));
   entries = std::move(kept);
 
   const auto fail = [&](const std::string& why) {

@@ -23,8 +23,8 @@ namespace detail {
 /// search; otherwise Algorithm 1 runs in full, the stored winner (already measured) joining the
 /// initial configurations, and the new winner replaces the entry. A search cut short by the end
 /// of the input has not found its minimum: its best so far is stored as provisional
-/// (cache_entry::converged false), never confirmed as a hit, and the next query of the shape
-/// resumes the search from it (cache_outcome::resumed). On a miss, with
+/// (cache_entry::converged false) with where the search stood, never confirmed as a hit, and the
+/// next query of the shape resumes the search (cache_outcome::resumed). On a miss, with
 /// tuner_params::neighbour_entry_distance, the winner stored for the nearest group count (of the
 /// same device and query) replaces its strategy's initial configuration.
 inline tuning_report tune(const tuner_params& params, const search_space& space, const tuning_cache& cache,
@@ -33,7 +33,7 @@ inline tuning_report tune(const tuner_params& params, const search_space& space,
                           const std::optional<tuning_key>& key) {
   tuning_report report;
   report.params = params;
-  std::optional<execution_params> resume_from;  // a provisional entry's best so far
+  std::optional<search_state> resumed;  // a provisional entry's search
   host_stopwatch watch;
   watch.start();
   const decision_log log(log_sink, &watch);
@@ -58,10 +58,14 @@ inline tuning_report tune(const tuner_params& params, const search_space& space,
     } else if (!search.feasible(stored->params)) {
       log("cache entry ", stored->params, " is outside the space or infeasible now; searching");
     } else if (!stored->converged) {
-      // A search the input cut short: no hit to confirm, but a better start than the paper's.
-      log("provisional cache entry ", stored->params, " (a search cut short); resuming from it");
-      report.cache = cache_outcome::resumed;
-      resume_from = stored->params;
+      // A search the input cut short: no hit to confirm; the search continues where it stood.
+      if (stored->state) {
+        log("provisional cache entry ", stored->params, " (a search cut short); resuming it");
+        report.cache = cache_outcome::resumed;
+        resumed = std::move(stored->state);
+      } else {
+        log("provisional cache entry ", stored->params, " without its search; searching");
+      }
     } else {
       log("cache entry ", stored->params, " at ", format_seconds(stored->seconds), "; checking it");
       const std::optional<double> now = search.process_blocks_with(stored->params, measurement_role::cache_check);
@@ -105,17 +109,6 @@ inline tuning_report tune(const tuner_params& params, const search_space& space,
   } else {
     starts.insert(starts.end(), initial.begin(), initial.end());
   }
-  if (resume_from) {  // replaces its strategy's initial configuration, or joins them
-    const auto same_strategy = std::find_if(starts.begin(), starts.end(), [&](const execution_params& p) {
-      return p.strategy == resume_from->strategy;
-    });
-    if (same_strategy != starts.end()) {
-      *same_strategy = *resume_from;
-    } else {
-      starts.push_back(*resume_from);
-    }
-    search.skip_scan();
-  }
   if (nearest) {  // replaces its strategy's initial configuration; never adds a strategy
     const execution_params& borrowed = nearest->second.params;
     const auto same_strategy = std::find_if(starts.begin() + static_cast<std::ptrdiff_t>(first_initial), starts.end(),
@@ -128,13 +121,15 @@ inline tuning_report tune(const tuner_params& params, const search_space& space,
       search.skip_scan();
     }
   }
-  search.finish(search.run(starts));
+  search.finish(search.run(starts, resumed ? &*resumed : nullptr));
 
   // A converged winner is stored as such; the best so far of a search the input cut short is
   // stored as provisional, for the next query of this shape to resume from (never as a hit).
   if (caching && report.winner) {
     const stopwatch_pause pause(watch);
-    if (cache.store(*key, {*report.winner, report.winner_seconds, report.converged}, report.warnings)) {
+    cache_entry entry{*report.winner, report.winner_seconds, report.converged, std::nullopt};
+    if (!report.converged) entry.state = search.state();
+    if (cache.store(*key, entry, report.warnings)) {
       log(report.converged ? "stored " : "stored provisionally ", *report.winner, " for ", *key);
     }
   }
