@@ -1281,6 +1281,34 @@ TEST_CASE("cache: a search the input cut short is stored provisionally and resum
   CHECK(warnings.empty());
 }
 
+TEST_CASE("cache: a measurement longer than a query continues in the next one") {
+  // Blocks alternate 5% above and below: no window passes v_max, so every measurement runs to
+  // b_max = 10 blocks, and each query has 8. Only by carrying the cut-short measurement over can
+  // the search advance; it converges on the optimum after some queries.
+  const cache_dir dir;
+  const std::vector initial{shared(1, 512)};
+  const auto bumpy = [](const execution_params& p, unsigned block) {
+    return bowl(1.0, 2, 8)(p) * (block % 2 == 0 ? 1.05 : 0.95);
+  };
+  std::optional<tuning_report> last;
+  std::size_t queries = 0;
+  while (queries < 200 && !(last && last->converged)) {
+    synthetic_space space{bowl(1.0, 2, 8)};
+    space.block_time = bumpy;
+    last = tuner<>().search(std::ref(space), 8, always, initial, sample_key);
+    ++queries;
+    for (const auto& tried : last->tried) CHECK(tried.blocks <= 10u);
+  }
+  REQUIRE(last->converged);
+  CHECK(*last->winner == shared(4, 256));
+  CHECK(queries > 2);
+  std::vector<std::string> warnings;
+  const auto stored = tuning_cache::from_environment().load(sample_key, warnings);
+  REQUIRE(stored);
+  CHECK(stored->converged);
+  CHECK_FALSE(stored->state);
+}
+
 TEST_CASE("cache: an entry without the converged field (written before it existed) is a converged winner") {
   const cache_dir dir;
   std::filesystem::create_directories(dir.file().parent_path());

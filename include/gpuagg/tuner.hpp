@@ -278,6 +278,10 @@ struct search_state {
   std::uint32_t stride = 0;  ///< the pass's stride (descent)
   std::vector<execution_params> queue;
   std::vector<tested> measured;
+  /// The measurement the input cut short, its blocks so far (seconds and rejected unused): the
+  /// next query continues it rather than starting it again, so that a measurement longer than
+  /// one query still completes.
+  std::optional<tested> partial;
   friend bool operator==(const search_state&, const search_state&) = default;
 };
 

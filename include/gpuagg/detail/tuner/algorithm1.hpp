@@ -15,6 +15,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <utility>
 #include <span>
 #include <vector>
 
@@ -50,7 +51,12 @@ class algorithm1 {
   /// when the input ran out before the measurement completed.
   std::optional<double> process_blocks_with(const execution_params& params, measurement_role role,
                                             const rejection_rule& rule = {}, unsigned window_blocks = 0) {
+    // A resumed search first replays the blocks of the measurement the last query cut short.
+    std::vector<double> carried;
+    if (pending_ && pending_->params == params) carried = std::exchange(pending_, std::nullopt)->blocks;
+    std::size_t next_carried = 0;
     measurement m = detail::process_blocks_with(params_, [&]() -> std::optional<double> {
+      if (next_carried < carried.size()) return carried[next_carried++];
       if (blocks_left_ == 0) return std::nullopt;
       --blocks_left_;
       double seconds = 0.0;
@@ -72,7 +78,10 @@ class algorithm1 {
     const double noise = m.window_range();
     const double slowest = *std::max_element(m.block_seconds.begin(), m.block_seconds.end());
     report_.tried.push_back({params, m.seconds, m.blocks, m.complete, role, m.block_seconds, m.rejected});
-    if (!m.complete) return std::nullopt;
+    if (!m.complete) {
+      partial_ = search_state::tested{params, m.seconds, m.rejected, m.block_seconds};
+      return std::nullopt;
+    }
     times_[params] = m.seconds;
     if (!m.rejected && m.seconds > 0.0) {  // first_block_rejection's allowance for start-up outliers
       startup_ratio_ = std::max(startup_ratio_, m.block_seconds.front() / m.seconds);
@@ -100,7 +109,10 @@ class algorithm1 {
     std::deque<execution_params>& queue = queue_;  // Q: FIFO of reference configurations
     using phase = search_state::phase_kind;
     const phase from = resumed ? resumed->phase : phase::initial;
-    if (resumed) preload(*resumed);
+    if (resumed) {
+      preload(*resumed);
+      pending_ = resumed->partial;
+    }
     if (from == phase::initial) {
       phase_ = phase::initial;
       queue.clear();
@@ -185,6 +197,7 @@ class algorithm1 {
       const measured& m = details_.at(config);
       out.measured.push_back({config, t, m.rejected, m.blocks});
     }
+    out.partial = partial_;
     return out;
   }
 
@@ -412,6 +425,8 @@ class algorithm1 {
   std::deque<execution_params> queue_;  // Q
   search_state::phase_kind phase_ = search_state::phase_kind::initial;
   std::uint32_t stride_ = 0;  // the current pass's stride
+  std::optional<search_state::tested> partial_;  // the measurement the input cut short
+  std::optional<search_state::tested> pending_;  // a resumed search's cut-short measurement
 };
 
 }  // namespace gpuagg::detail

@@ -107,7 +107,8 @@ inline std::string_view phase_name(search_state::phase_kind phase) noexcept {
 }
 
 /// A provisional entry's "search": {"phase", "stride", "queue": [[strategy, groups, size]...],
-/// "measured": [[strategy, groups, size, seconds, rejected, [blocks...]]...]}.
+/// "measured": [[strategy, groups, size, seconds, rejected, [blocks...]]...],
+/// "partial": [strategy, groups, size, [blocks...]] (optional)}.
 inline nlohmann::json state_json(const search_state& state) {
   nlohmann::json queue = nlohmann::json::array();
   for (const execution_params& p : state.queue) queue.push_back(params_json(p));
@@ -119,8 +120,14 @@ inline nlohmann::json state_json(const search_state& state) {
     row.push_back(m.blocks);
     measured.push_back(std::move(row));
   }
-  return {{"phase", phase_name(state.phase)}, {"stride", state.stride}, {"queue", std::move(queue)},
-          {"measured", std::move(measured)}};
+  nlohmann::json out = {{"phase", phase_name(state.phase)}, {"stride", state.stride}, {"queue", std::move(queue)},
+                        {"measured", std::move(measured)}};
+  if (state.partial) {
+    nlohmann::json partial = params_json(state.partial->params);
+    partial.push_back(state.partial->blocks);
+    out["partial"] = std::move(partial);
+  }
+  return out;
 }
 
 inline std::optional<search_state> parse_state(const nlohmann::json& json) {
@@ -147,6 +154,12 @@ inline std::optional<search_state> parse_state(const nlohmann::json& json) {
     search_state::tested m{*p, row.at(3).get<double>(), row.at(4).get<bool>(), row.at(5).get<std::vector<double>>()};
     if (!(m.seconds > 0.0) || m.blocks.empty()) return std::nullopt;
     state.measured.push_back(std::move(m));
+  }
+  if (json.contains("partial")) {
+    const nlohmann::json& row = json.at("partial");
+    const auto p = parse_params(row);
+    if (!p) return std::nullopt;
+    state.partial = search_state::tested{*p, 0.0, false, row.at(3).get<std::vector<double>>()};
   }
   return state;
 }
