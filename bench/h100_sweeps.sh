@@ -428,6 +428,17 @@ if [[ $stage == 37 ]]; then
   gzip -c $tmp/blocks.csv > $OUT/tuned_space_blocks_37.csv.gz
   exit
 fi
+if [[ $stage == 39 ]]; then
+  # The live tuner learning across queries: the paper's setup (2^27 rows in 32 blocks of 16 MiB
+  # per column), six queries per group count sharing one winners file (--tuned-cache), each
+  # against exhaustive search measured after 16 warm blocks in the same run. A search the input
+  # cuts short is stored provisionally and the next query continues it.
+  log=$OUT/stage39.log; deadline=$((SECONDS + ${2:-540}))
+  GPUAGG_LOG=1 step 540 tuned $bench --rows-log2 27 --block-mib 16 --groups-log2 4,12,16,20,24 \
+    --strategies shared,independent,workgroup_local,tuned --configs all --probe-blocks 8 --warm-blocks 16 --reps 1 \
+    --no-pipelined --tuned-reps 5 --tuned-cache $tmp/tuning.json --tuned-csv $OUT/tuned_live_39.csv
+  exit
+fi
 if [[ $stage == 4 ]]; then
   # Gaps of stages 2 and 3 (cut by time limits), and value types other than uint32.
   log=$OUT/stage4.log; deadline=$((SECONDS + ${2:-420}))
