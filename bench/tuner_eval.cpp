@@ -654,7 +654,9 @@ short_query_outcome replay_short_queries(const std::vector<const recorded_space*
     for (std::size_t q = 1; q <= max_queries; ++q) {
       replay blocks(*space, options.wrap);  // a new query: its blocks start again
       const auto report = tuner.search(std::ref(blocks), budget, feasible, initial, key);
-      if (report.winner) quality.push_back(gpuagg::detail::mean_of(space->blocks.at(*report.winner)) / full.optimum_seconds);
+      if (report.winner) {
+        quality.push_back(gpuagg::detail::mean_of(space->blocks.at(*report.winner)) / full.optimum_seconds);
+      }
       if (report.converged && report.cache != gpuagg::cache_outcome::not_used) {
         converged_after = std::min(converged_after, q);
       }

@@ -722,7 +722,8 @@ TEST_CASE("scan: a direction ends at a hopeless point") {
 TEST_CASE("restart from every unpruned configuration: the finer pass searches next to a runner-up") {
   // The coarse pass ends at 4x128 (1.0). The optimum 8x256 (0.96) is a stride-2 neighbour of
   // the runner-up 4x512 (1.05, within p = 1.07), not of 4x128. Everything else is 10.
-  const auto spot = table({{shared(1, 512), 1.5}, {shared(4, 512), 1.05}, {shared(4, 128), 1.0}, {shared(8, 256), 0.96}});
+  const auto spot =
+      table({{shared(1, 512), 1.5}, {shared(4, 512), 1.05}, {shared(4, 128), 1.0}, {shared(8, 256), 0.96}});
   const std::vector initial{shared(1, 512)};
 
   synthetic_space c_f_only_space{spot};
@@ -1322,6 +1323,27 @@ TEST_CASE("cache: an entry without the converged field (written before it existe
   synthetic_space space{bowl(1.0, 3, 7)};
   const auto report = tuner<>().search(std::ref(space), 100000, always, std::vector{shared(1, 512)}, sample_key);
   CHECK(report.cache == cache_outcome::hit);
+}
+
+TEST_CASE("cache: a provisional search with nothing feasible left starts over") {
+  // The stored search stood at SHARED 8x128 (its only measurement and its Q), which the caller's
+  // predicate now excludes: the resumed query starts over from the initial configuration and
+  // converges within what is feasible.
+  const cache_dir dir;
+  std::filesystem::create_directories(dir.file().parent_path());
+  std::ofstream(dir.file()) << R"({"format": "gpuagg-tuning", "version": 1, "entries": [
+    {"device": "Test GPU", "driver_version": "1.0", "query": "sum(v) group by g", "key_type": "uint32",
+     "groups_log2": 20, "strategy": "SHARED", "work_groups_per_cu": 2, "work_group_size": 128, "seconds": 1.0,
+     "converged": false, "search": {"phase": "descent", "stride": 2, "queue": [["SHARED", 8, 128]],
+     "measured": [["SHARED", 8, 128, 1.0, false, [1.0, 1.0, 1.0]]]}}]})";
+  const auto feasible = [](const execution_params& p) { return p.config.work_groups_per_cu <= 4; };
+  synthetic_space space{bowl(1.0, 3, 7)};
+  const auto report = tuner<>().search(std::ref(space), 100000, feasible, std::vector{shared(1, 512)}, sample_key);
+  CHECK(report.cache == cache_outcome::resumed);
+  REQUIRE(report.winner);
+  CHECK(report.converged);
+  CHECK(*report.winner == shared(4, 128));
+  for (const auto& p : space.blocks) CHECK(feasible(p));
 }
 
 TEST_CASE("cache: a provisional entry whose search is corrupt warns and tuning goes on") {

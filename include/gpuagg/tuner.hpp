@@ -135,8 +135,8 @@ struct tuner_params {
   /// True when every extension is off: the search is Algorithm 1 as the paper states it.
   constexpr bool is_paper_algorithm() const noexcept {
     return !diagonal_neighbours && coarse_stride == 2 && noise_similarity == 0.0 && early_rejection == 0.0 &&
-           paired_rejection == 0.0 && first_block_rejection == 0.0 && quiet_window == 0 && neighbour_entry_distance == 0 &&
-           scan_stride == 0 && !restart_unpruned;
+           paired_rejection == 0.0 && first_block_rejection == 0.0 && quiet_window == 0 &&
+           neighbour_entry_distance == 0 && scan_stride == 0 && !restart_unpruned;
   }
   friend constexpr bool operator==(const tuner_params&, const tuner_params&) = default;
 };

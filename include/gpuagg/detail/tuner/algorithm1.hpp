@@ -108,10 +108,18 @@ class algorithm1 {
   bool run(std::span<const execution_params> initial, const search_state* resumed = nullptr) {
     std::deque<execution_params>& queue = queue_;  // Q: FIFO of reference configurations
     using phase = search_state::phase_kind;
-    const phase from = resumed ? resumed->phase : phase::initial;
+    phase from = phase::initial;
     if (resumed) {
       preload(*resumed);
       pending_ = resumed->partial;
+      queue.clear();
+      for (const execution_params& reference : resumed->queue) {
+        if (times_.contains(reference) && !details_.at(reference).rejected) queue.push_back(reference);
+      }
+      if (queue.empty() && fastest_) queue.push_back(*fastest_);
+      // A state with nothing left to continue from (say, the space changed) starts over, keeping
+      // what was measured as tested.
+      if (resumed->phase != phase::initial && !queue.empty()) from = resumed->phase;
     }
     if (from == phase::initial) {
       phase_ = phase::initial;
@@ -134,11 +142,6 @@ class algorithm1 {
         update_fastest(*start);
       }
     } else {
-      queue.clear();
-      for (const execution_params& reference : resumed->queue) {
-        if (times_.contains(reference) && !details_.at(reference).rejected) queue.push_back(reference);
-      }
-      if (queue.empty() && fastest_) queue.push_back(*fastest_);
       log_("resuming the search where a query cut it short (", queue.size(), " in Q, ", times_.size(),
            " configurations measured)");
     }
