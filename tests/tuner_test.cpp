@@ -181,6 +181,14 @@ struct stderr_capture {
 
 const tuning_key sample_key{"Test GPU", "1.0", "sum(v) group by g", "uint32", 20};
 
+/// Writes a winners file holding one entry for sample_key: its key fields, then `fields` (the
+/// rest of the entry's JSON members, as text).
+void write_sample_entry(const std::filesystem::path& file, std::string_view fields) {
+  std::ofstream(file) << R"({"format": "gpuagg-tuning", "version": 1, "entries": [{"device": "Test GPU", )"
+                      << R"("driver_version": "1.0", "query": "sum(v) group by g", "key_type": "uint32", )"
+                      << R"("groups_log2": 20, )" << fields << "}]}";
+}
+
 bool contains_text(const std::vector<std::string>& lines, std::string_view needle) {
   for (const auto& line : lines) {
     if (line.find(needle) != std::string::npos) return true;
@@ -1312,10 +1320,8 @@ TEST_CASE("cache: a measurement longer than a query continues in the next one") 
 
 TEST_CASE("cache: an entry without the converged field (written before it existed) is a converged winner") {
   const cache_dir dir;
-  std::filesystem::create_directories(dir.file().parent_path());
-  std::ofstream(dir.file()) << R"({"format": "gpuagg-tuning", "version": 1, "entries": [
-    {"device": "Test GPU", "driver_version": "1.0", "query": "sum(v) group by g", "key_type": "uint32",
-     "groups_log2": 20, "strategy": "SHARED", "work_groups_per_cu": 8, "work_group_size": 128, "seconds": 1.0}]})";
+  write_sample_entry(dir.file(),
+                     R"("strategy": "SHARED", "work_groups_per_cu": 8, "work_group_size": 128, "seconds": 1.0)");
   std::vector<std::string> warnings;
   const auto stored = tuning_cache::from_environment().load(sample_key, warnings);
   REQUIRE(stored);
@@ -1330,12 +1336,9 @@ TEST_CASE("cache: a provisional search with nothing feasible left starts over") 
   // predicate now excludes: the resumed query starts over from the initial configuration and
   // converges within what is feasible.
   const cache_dir dir;
-  std::filesystem::create_directories(dir.file().parent_path());
-  std::ofstream(dir.file()) << R"({"format": "gpuagg-tuning", "version": 1, "entries": [
-    {"device": "Test GPU", "driver_version": "1.0", "query": "sum(v) group by g", "key_type": "uint32",
-     "groups_log2": 20, "strategy": "SHARED", "work_groups_per_cu": 2, "work_group_size": 128, "seconds": 1.0,
-     "converged": false, "search": {"phase": "descent", "stride": 2, "queue": [["SHARED", 8, 128]],
-     "measured": [["SHARED", 8, 128, 1.0, false, [1.0, 1.0, 1.0]]]}}]})";
+  write_sample_entry(dir.file(), R"("strategy": "SHARED", "work_groups_per_cu": 2, "work_group_size": 128,
+    "seconds": 1.0, "converged": false, "search": {"phase": "descent", "stride": 2, "queue": [["SHARED", 8, 128]],
+    "measured": [["SHARED", 8, 128, 1.0, false, [1.0, 1.0, 1.0]]]})");
   const auto feasible = [](const execution_params& p) { return p.config.work_groups_per_cu <= 4; };
   synthetic_space space{bowl(1.0, 3, 7)};
   const auto report = tuner<>().search(std::ref(space), 100000, feasible, std::vector{shared(1, 512)}, sample_key);
@@ -1348,11 +1351,9 @@ TEST_CASE("cache: a provisional search with nothing feasible left starts over") 
 
 TEST_CASE("cache: a provisional entry whose search is corrupt warns and tuning goes on") {
   const cache_dir dir;
-  std::filesystem::create_directories(dir.file().parent_path());
-  std::ofstream(dir.file()) << R"({"format": "gpuagg-tuning", "version": 1, "entries": [
-    {"device": "Test GPU", "driver_version": "1.0", "query": "sum(v) group by g", "key_type": "uint32",
-     "groups_log2": 20, "strategy": "SHARED", "work_groups_per_cu": 8, "work_group_size": 128, "seconds": 1.0,
-     "converged": false, "search": {"phase": "descent", "stride": 2, "queue": [["SHARED", 8]], "measured": []}}]})";
+  write_sample_entry(dir.file(), R"("strategy": "SHARED", "work_groups_per_cu": 8, "work_group_size": 128,
+    "seconds": 1.0, "converged": false,
+    "search": {"phase": "descent", "stride": 2, "queue": [["SHARED", 8]], "measured": []})");
   std::vector<std::string> warnings;
   CHECK_FALSE(tuning_cache::from_environment().load(sample_key, warnings));
   CHECK_FALSE(warnings.empty());
@@ -1511,9 +1512,8 @@ TEST_CASE("cache: a corrupt file warns and tuning goes on") {
     CHECK(*r.winner == shared(8, 128));
   }
   SUBCASE("a corrupt entry for this key is skipped with a warning") {
-    { std::ofstream(dir.file()) << R"({"format": "gpuagg-tuning", "version": 1, "entries": [{"device": "Test GPU",
-      "driver_version": "1.0", "query": "sum(v) group by g", "key_type": "uint32", "groups_log2": 20,
-      "strategy": "NOPE", "work_groups_per_cu": 1, "work_group_size": 1, "seconds": 1}]})"; }
+    write_sample_entry(dir.file(),
+                       R"("strategy": "NOPE", "work_groups_per_cu": 1, "work_group_size": 1, "seconds": 1)");
     synthetic_space other{bowl(1.0, 3, 7)};
     const stderr_capture capture;
     const auto r = tuner<>().search(std::ref(other), 100000, always, std::vector{shared(1, 512)}, sample_key);

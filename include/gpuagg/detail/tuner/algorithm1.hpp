@@ -352,9 +352,7 @@ class algorithm1 {
       rule.paired_blocks = params_.rejection_blocks;
       rule.reference_blocks = known.blocks;
     }
-    if (params_.first_block_rejection > 0.0) {
-      rule.first_block_above = params_.first_block_rejection * times_.at(reference) * startup_ratio_;
-    }
+    if (params_.first_block_rejection > 0.0) rule.first_block_above = first_block_rule(reference).first_block_above;
     return rule;
   }
 
