@@ -384,8 +384,8 @@ TEST_CASE("WORKGROUPLOCAL's cold-row queue for a dominant key: exact, the empty 
                                   sum_count_min, opts);
         const execution_params params{strategy_kind::workgroup_local, launch_config{2, width}};
         // Asked for, the run cache keeps its runs and no queue.
-        CHECK(driver->use_cold_queue(params) == !cache.has_value());
-        CHECK(driver->cold_rows_per_item(params.config) == 8);
+        CHECK(driver->plan().cold_queue(params) == !cache.has_value());
+        CHECK(driver->plan().cold_rows_per_item(params.config) == 8);
         driver->run_remaining(params);
         const auto result = driver->finalize_to_host<std::int64_t, std::uint64_t, std::int64_t>();
         for (const auto& block : result.stats.blocks) CHECK(block.cold_queue == !cache.has_value());
@@ -398,8 +398,8 @@ TEST_CASE("WORKGROUPLOCAL's cold-row queue for a dominant key: exact, the empty 
   auto single = make_driver(std::span<const std::uint64_t>(one.keys), std::span<const std::int64_t>(one.vals),
                             sum_count_min, options{});
   const execution_params params{strategy_kind::workgroup_local, launch_config{2, 64}};
-  CHECK(single->use_run_cache(params));
-  CHECK_FALSE(single->use_cold_queue(params));
+  CHECK(single->plan().run_cache(params));
+  CHECK_FALSE(single->plan().cold_queue(params));
 }
 
 TEST_CASE("WORKGROUPLOCAL's replicated local tables: exact for every copy count, hot keys and the empty marker") {
@@ -423,7 +423,7 @@ TEST_CASE("WORKGROUPLOCAL's replicated local tables: exact for every copy count,
         auto driver = make_driver(std::span<const std::uint64_t>(in.keys), std::span<const std::int64_t>(in.vals),
                                   sum_count_min, opts);
         // As many as asked for while they fit in local memory (300 groups: not 32 copies).
-        const auto used = driver->local_table_copies(launch_config{2, 64});
+        const auto used = driver->plan().local_table_copies(launch_config{2, 64});
         CHECK(used <= copies);
         if (groups <= 6) CHECK(used == copies);
         driver->run_remaining(execution_params{strategy_kind::workgroup_local, launch_config{2, 64}});
@@ -445,8 +445,8 @@ TEST_CASE("WORKGROUPLOCAL's replicated local tables: exact for every copy count,
   automatic.expected_groups = 4;
   auto small = make_driver(std::span<const std::uint64_t>(skewed.keys), std::span<const std::int64_t>(skewed.vals),
                            sum_count_min, automatic);
-  CHECK(small->local_table_copies(launch_config{1, 256}) > 1);
-  CHECK(small->local_table_copies(launch_config{1, 1}) == 1);
+  CHECK(small->plan().local_table_copies(launch_config{1, 256}) > 1);
+  CHECK(small->plan().local_table_copies(launch_config{1, 1}) == 1);
 }
 
 TEST_CASE("host input: pinned_array is copied without staging, large pageable blocks with several threads") {
@@ -481,34 +481,39 @@ TEST_CASE("host input: pinned_array is copied without staging, large pageable bl
   }
 }
 
-TEST_CASE("the sample profile: exact distinct count on a whole input, the hottest key's share, the GEE bounds") {
-  std::mt19937_64 rng(fresh_seed());
+TEST_CASE("the sample profile: distinct keys, keys seen once and twice, the hottest key's share, frequent keys") {
+  const std::uint64_t seed = fresh_seed();
+  CAPTURE(seed);
+  std::mt19937_64 rng(seed);
   std::vector<std::uint64_t> keys;
   for (std::uint64_t k = 0; k < 1000; ++k) keys.push_back(k * 0x100000000ULL);  // keys that collide in low bits
+  for (std::uint64_t k = 0; k < 10; ++k) keys.insert(keys.end(), 2, (k + 5000) * 0x100000000ULL);  // seen twice
   for (int i = 0; i < 1000; ++i) keys.push_back(~std::uint64_t{0});             // the empty marker's key, hot
   std::shuffle(keys.begin(), keys.end(), rng);
-  const auto whole = detail::profile_sample(keys, keys.size());
-  CHECK(whole.estimated_groups == 1001);
-  CHECK(whole.hottest_key_share == doctest::Approx(0.5));
-  // A sample of a larger input: the estimate lies between the sample's distinct keys and the rows.
-  const auto part = detail::profile_sample(keys, 1'000'000);
-  CHECK(part.estimated_groups >= 1001);
-  CHECK(part.estimated_groups <= 1'000'000);
+  const auto whole = detail::profile_sample(keys);
+  CHECK(whole.distinct == 1011);
+  CHECK(whole.once == 1000);
+  CHECK(whole.twice == 10);
+  CHECK(whole.sample_size == keys.size());
+  CHECK(whole.hottest_key_share == doctest::Approx(1000.0 / double(keys.size())));
   const std::vector<std::uint32_t> one(100, 7u);
-  CHECK(detail::profile_sample(one, 100).estimated_groups == 1);
-  CHECK(detail::profile_sample(one, 100).hottest_key_share == doctest::Approx(1.0));
-  // The frequent keys: the hot key alone (seen 1000 times; the others once).
+  CHECK(detail::profile_sample(one).distinct == 1);
+  CHECK(detail::profile_sample(one).hottest_key_share == doctest::Approx(1.0));
+  // The frequent keys: the hot key alone (seen 1000 times; the others once or twice).
   REQUIRE(whole.frequent.size() == 1);
   CHECK(whole.frequent[0].first == ~std::uint64_t{0});
   CHECK(whole.frequent[0].second == 1000);
+  CHECK(whole.frequent_summary().keys == 1);
+  CHECK(whole.frequent_summary().share == doctest::Approx(1000.0 / double(keys.size())));
   // The counting table is reused between samples: a smaller sample after a larger one, then the
   // first again, profile as if each were the first.
   std::vector<std::uint64_t> few;
   for (int i = 0; i < 40; ++i) few.push_back(keys[std::size_t(i) % 3]);
-  const auto small = detail::profile_sample(few, few.size());
-  CHECK(small.estimated_groups == std::set<std::uint64_t>(few.begin(), few.end()).size());
-  const auto again = detail::profile_sample(keys, keys.size());
-  CHECK(again.estimated_groups == whole.estimated_groups);
+  const auto small = detail::profile_sample(few);
+  CHECK(small.distinct == std::set<std::uint64_t>(few.begin(), few.end()).size());
+  const auto again = detail::profile_sample(keys);
+  CHECK(again.distinct == whole.distinct);
+  CHECK(again.once == whole.once);
   CHECK(again.hottest_key == whole.hottest_key);
   CHECK(again.frequent == whole.frequent);
 }
@@ -525,7 +530,8 @@ TEST_CASE("key reads: cacheable for small tables, volatile for large ones, both 
                               sum_count_min, opts);
     // 3'000 groups: 8 Ki buckets of 8-byte keys (cacheable reads); 150'000: 512 Ki (volatile).
     const auto table_key_bytes = detail::next_pow2(groups * 2) * sizeof(std::uint64_t);
-    CHECK((table_key_bytes <= decltype(driver)::element_type::plain_key_reads_max_bytes) == (groups == 3'000));
+    CHECK((table_key_bytes <= query_planner::plain_key_reads_max_bytes) == (groups == 3'000));
+    CHECK(driver->plan().plain_key_reads(detail::next_pow2(groups * 2), false) == (groups == 3'000));
     driver->run_remaining();
     check_equal(driver->finalize_to_host<std::int64_t, std::uint64_t, std::int64_t>(), reference(in));
   }
@@ -556,11 +562,11 @@ TEST_CASE("the run cache: forced on or off, and automatic, for SHARED and WORKGR
   const auto one = make_input(20'000, 1, distribution::uniform, rng);
   auto single = make_driver(std::span<const std::uint64_t>(one.keys), std::span<const std::int64_t>(one.vals),
                             sum_count_min, options{});
-  CHECK(single->use_run_cache({strategy_kind::shared, launch_config{1, 256}}));
+  CHECK(single->plan().run_cache({strategy_kind::shared, launch_config{1, 256}}));
   const auto many = make_input(20'000, 64, distribution::uniform, rng);
   auto spread = make_driver(std::span<const std::uint64_t>(many.keys), std::span<const std::int64_t>(many.vals),
                             sum_count_min, options{});
-  CHECK_FALSE(spread->use_run_cache({strategy_kind::shared, launch_config{1, 256}}));
+  CHECK_FALSE(spread->plan().run_cache({strategy_kind::shared, launch_config{1, 256}}));
 }
 
 TEST_CASE("PARTITION: rows ordered into runs by table region give exact results for every strategy and scheme") {
@@ -698,8 +704,8 @@ TEST_CASE("SHARED's hot-key table: zipf keys with the extremes and the empty mar
       auto driver = make_driver(std::span<const std::uint64_t>(in.keys), std::span<const std::int64_t>(in.vals),
                                 sum_count_min, opts);
       const execution_params shared{strategy_kind::shared, launch_config{2, 64}};
-      CHECK(driver->hot_table_keys() >= 3);
-      CHECK(driver->use_hot_table(shared) == hot.value_or(true));
+      CHECK(driver->plan().hot_keys().keys >= 3);
+      CHECK(driver->plan().hot_table(shared) == hot.value_or(true));
       driver->run_remaining(shared);
       const auto result = driver->finalize_to_host<std::int64_t, std::uint64_t, std::int64_t>();
       for (const auto& block : result.stats.blocks) CHECK(block.hot_table == hot.value_or(true));
@@ -715,18 +721,18 @@ TEST_CASE("the hot-key table's automatic choice: the default for zipf keys, not 
   const auto skewed = make_input(200'000, 50'000, distribution::zipf, rng);
   auto zipf = make_driver(std::span<const std::uint64_t>(skewed.keys), std::span<const std::int64_t>(skewed.vals),
                           sum_count_min, options{});
-  CHECK(zipf->use_hot_table(shared));
-  CHECK_FALSE(zipf->use_hot_table({strategy_kind::workgroup_local, launch_config{1, 256}}));
+  CHECK(zipf->plan().hot_table(shared));
+  CHECK_FALSE(zipf->plan().hot_table({strategy_kind::workgroup_local, launch_config{1, 256}}));
   CHECK(zipf->default_params().strategy == strategy_kind::shared);
   const auto flat = make_input(200'000, 50'000, distribution::uniform, rng);
   auto uniform = make_driver(std::span<const std::uint64_t>(flat.keys), std::span<const std::int64_t>(flat.vals),
                              sum_count_min, options{});
-  CHECK_FALSE(uniform->use_hot_table(shared));
+  CHECK_FALSE(uniform->plan().hot_table(shared));
   const auto heavy = make_input(200'000, 50'000, distribution::heavy_hitter, rng);
   auto dominant = make_driver(std::span<const std::uint64_t>(heavy.keys), std::span<const std::int64_t>(heavy.vals),
                               sum_count_min, options{});
-  CHECK(dominant->use_run_cache(shared));
-  CHECK_FALSE(dominant->use_hot_table(shared));
+  CHECK(dominant->plan().run_cache(shared));
+  CHECK_FALSE(dominant->plan().hot_table(shared));
   // Direct addressing has no hot-key table.
   options dense;
   dense.domain = key_domain(std::uint64_t{0}, std::uint64_t{99});
@@ -734,7 +740,7 @@ TEST_CASE("the hot-key table's automatic choice: the default for zipf keys, not 
   const std::vector<std::int64_t> vals(1'000, 1);
   auto direct = make_driver(std::span<const std::uint64_t>(keys), std::span<const std::int64_t>(vals),
                             select<direct_addressing>(sum(col<0>), count(), min(col<0>)), dense);
-  CHECK_FALSE(direct->use_hot_table(shared));
+  CHECK_FALSE(direct->plan().hot_table(shared));
 }
 
 TEST_CASE("the run cache's hot-key register: the sample's hottest key, the empty marker's key among them, exact") {
@@ -760,8 +766,8 @@ TEST_CASE("the run cache's hot-key register: the sample's hottest key, the empty
         opts.block_bytes = 8192 * sizeof(std::uint64_t);
         auto driver = make_driver(std::span<const std::uint64_t>(in.keys), std::span<const std::int64_t>(in.vals),
                                   sum_count_min, opts);
-        CHECK(driver->hot_key_share() > 0.8);
-        CHECK(driver->use_run_cache(execution_params{strategy, launch_config{2, 64}}));
+        CHECK(driver->plan().profile().hottest_key_share > 0.8);
+        CHECK(driver->plan().run_cache(execution_params{strategy, launch_config{2, 64}}));
         driver->run_remaining(execution_params{strategy, launch_config{2, 64}});
         check_equal(driver->finalize_to_host<std::int64_t, std::uint64_t, std::int64_t>(), reference(in));
       }

@@ -114,3 +114,43 @@ TEST_CASE("an unwritable cache never breaks a test_query") {
   // Only a converged search stores its winner, and so meets the unwritable directory.
   if (r.report.converged) CHECK_FALSE(r.report.warnings.empty());
 }
+
+TEST_CASE("on device input the tuner explores on slices, then runs the rest in large blocks") {
+  const temp_cache_dir cache;
+  const std::uint64_t seed = fresh_seed();
+  CAPTURE(seed);
+  std::mt19937_64 rng(seed);
+  const std::size_t rows = 400'000;
+  const auto in = make_input(rows, 300, rng);
+  cl::Buffer keys = ctx().buffer(rows * sizeof(std::uint32_t), "keys");
+  cl::Buffer vals = ctx().buffer(rows * sizeof(std::int32_t), "values");
+  REQUIRE(ctx().compute_queue().enqueueWriteBuffer(keys, CL_TRUE, 0, rows * 4, in.keys.data()) == CL_SUCCESS);
+  REQUIRE(ctx().compute_queue().enqueueWriteBuffer(vals, CL_TRUE, 0, rows * 4, in.vals.data()) == CL_SUCCESS);
+  options opts;
+  opts.tuning_block_bytes = 4 << 10;  // slices of 1024 rows: 391 of them
+  auto driver = make_driver(device_column<std::uint32_t>(keys, rows), device_column<std::int32_t>(vals, rows),
+                            test_query, opts);
+  // The generic model of a CPU device is not sure of anything: the plan tunes, from its choice.
+  const auto plan = driver->plan().tuning();
+  REQUIRE(plan.enabled);
+  CHECK(driver->tuning_block_rows() == 1024);
+  CHECK(driver->block_rows() >= rows);  // one large block holds the rest
+  CHECK(plan.starts.front() == driver->default_params());
+  const auto r = group_by(device_column<std::uint32_t>(keys, rows), device_column<std::int32_t>(vals, rows),
+                          test_query, opts);
+  check_equal(r, reference(in));
+  const auto& blocks = r.stats.blocks;
+  REQUIRE(blocks.size() >= 2);
+  // The search measured slices, at most its budget of them; then one block took the rest.
+  std::set<execution_params> tried;
+  for (std::size_t b = 0; b + 1 < blocks.size(); ++b) {
+    CHECK(blocks[b].rows == 1024);
+    tried.insert(blocks[b].params);
+  }
+  CHECK(tried.size() >= 2);
+  CHECK(blocks.size() - 1 <= plan.block_budget);
+  CHECK(blocks.back().rows > 1024);
+  std::uint64_t total = 0;
+  for (const auto& b : blocks) total += b.rows;
+  CHECK(total == rows);
+}

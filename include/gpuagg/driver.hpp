@@ -16,6 +16,7 @@
 #include <deque>
 #include <map>
 #include <optional>
+#include <thread>
 #include <sstream>
 #include <string>
 #include <tuple>
@@ -25,7 +26,9 @@
 #include "column.hpp"
 #include "error.hpp"
 #include "launch_config.hpp"
+#include "estimate.hpp"
 #include "options.hpp"
+#include "plan.hpp"
 #include "result.hpp"
 #include "runtime/context.hpp"
 #include "runtime/host_copy.hpp"
@@ -82,29 +85,42 @@ class phase_clock {
   std::chrono::steady_clock::time_point start_;
 };
 
-/// What a sample of keys says: the number of groups (the GEE estimator of Charikar et al.:
-/// sqrt(N/n) * f1 + sum_{j>=2} f_j, bounded by [distinct in sample, rows]) and the share of the
-/// sample its most frequent key holds, and that key. One frequency count serves both.
+/// What a sample of keys says: its frequencies (distinct keys, keys seen once and twice: stage 1
+/// of the group estimate, estimate.hpp), the share of the sample its most frequent key holds, and
+/// that key. One frequency count serves all.
 struct sample_profile {
-  std::uint64_t estimated_groups = 1;
+  std::size_t sample_size = 0;
+  std::uint64_t distinct = 0;
+  std::uint64_t once = 0;   ///< keys seen once
+  std::uint64_t twice = 0;  ///< keys seen twice
   double hottest_key_share = 0;
   std::uint64_t hottest_key = 0;  ///< the key's bits
   /// The frequent keys (bits), most frequent first, and their counts in the sample: keys seen at
   /// least 8 times and at least 4 times as often as the average group (uniform keys have almost
-  /// never any), at most max_frequent_keys. SHARED's hot-key table takes them (kernels.inc).
+  /// never any), at most max_frequent_keys. SHARED's hot-key table takes them (kernels.inc), and
+  /// the group estimate sets them aside.
   std::vector<std::pair<std::uint64_t, std::uint32_t>> frequent;
-  std::size_t sample_size = 0;
+
+  frequent_keys_summary frequent_summary() const {
+    frequent_keys_summary summary;
+    if (sample_size == 0) return summary;
+    std::uint64_t covered = 0;
+    for (const auto& [key, count] : frequent) covered += count;
+    summary.keys = frequent.size();
+    summary.share = double(covered) / double(sample_size);
+    return summary;
+  }
 };
 inline constexpr std::size_t max_frequent_keys = 4096;
 
 template <class Bits>
-sample_profile profile_sample(const std::vector<Bits>& sample, std::uint64_t rows) {
+sample_profile profile_sample(const std::vector<Bits>& sample) {
   if (sample.empty()) return {};
   // Frequencies in a flat open-addressing table (linear probing, at most half full): a
   // node-based map costs about a millisecond for 16 Ki distinct keys, a query's whole budget
   // at low cardinality. The table is the thread's scratch, kept between queries and cleared
-  // slot by slot (allocating and zeroing it took 0.1-0.3 ms a query, bench/NOTES.md attempt 16);
-  // the counting loop only counts, the most frequent key is found among the used slots after.
+  // slot by slot (allocating and zeroing it per query costs more than the count); the counting
+  // loop only counts, the most frequent key is found among the used slots after.
   std::size_t size = 2;
   while (size < sample.size() * 2) size *= 2;
   const std::size_t mask = size - 1;
@@ -125,29 +141,22 @@ sample_profile profile_sample(const std::vector<Bits>& sample, std::uint64_t row
       used.push_back(static_cast<std::uint32_t>(at));
     }
   }
-  const std::size_t distinct = used.size();
   std::uint32_t top = 0;
   Bits hottest = 0;
-  std::size_t singletons = 0;
+  sample_profile profile;
   for (const auto at : used) {
     if (counts[at] > top) {
       top = counts[at];
       hottest = keys[at];
     }
-    singletons += counts[at] == 1 ? 1 : 0;
+    profile.once += counts[at] == 1 ? 1 : 0;
+    profile.twice += counts[at] == 2 ? 1 : 0;
   }
-  sample_profile profile;
+  profile.distinct = used.size();
   profile.sample_size = sample.size();
   profile.hottest_key_share = double(top) / double(sample.size());
   profile.hottest_key = static_cast<std::uint64_t>(hottest);
-  if (sample.size() >= rows) {
-    profile.estimated_groups = distinct;
-  } else {
-    const double estimate = std::sqrt(double(rows) / double(sample.size())) * double(singletons) +
-                            (double(distinct) - double(singletons));
-    profile.estimated_groups = static_cast<std::uint64_t>(std::clamp(estimate, double(distinct), double(rows)));
-  }
-  const double average = double(sample.size()) / double(std::max<std::uint64_t>(profile.estimated_groups, 1));
+  const double average = double(sample.size()) / double(std::max<std::uint64_t>(profile.distinct, 1));
   const auto least = static_cast<std::uint32_t>(std::max(8.0, std::ceil(4 * average)));
   for (const auto at : used) {
     if (counts[at] >= least) profile.frequent.emplace_back(static_cast<std::uint64_t>(keys[at]), counts[at]);
@@ -193,26 +202,17 @@ class aggregation_driver {
     validate();
     rows_ = columns_.front().rows;
     on_device_ = columns_.front().on_device();
-    std::size_t widest = 1;
-    for (const auto& c : columns_) widest = std::max(widest, c.element_size);
-    window_ = std::max<std::size_t>(opts_.blocks_in_flight, 1);
-    if (opts_.block_bytes) {
-      block_rows_ = std::max<std::size_t>(*opts_.block_bytes / widest, 1);
-    } else if (on_device_) {
-      // Large blocks (fewer launches, fewer per-work-group merges), as long as the spill area
-      // of the blocks in flight stays within min(1 GiB, 1/32 of device memory).
-      const std::uint64_t spill_budget = std::min<std::uint64_t>(std::uint64_t{1} << 30, ctx_.info().global_mem_bytes / 32);
-      const std::uint64_t by_spill = spill_budget / (Bound::bucket_bytes * window_);
-      block_rows_ = static_cast<std::size_t>(std::max<std::uint64_t>(
-          std::min<std::uint64_t>((std::uint64_t{256} << 20) / widest, by_spill), std::uint64_t{1} << 20));
-    } else {
-      block_rows_ = (std::size_t{16} << 20) / widest;
-    }
-    blocks_total_ = rows_ == 0 ? 0 : (rows_ + block_rows_ - 1) / block_rows_;
+    std::uint32_t widest = 1;
+    for (const auto& c : columns_) widest = std::max<std::uint32_t>(widest, static_cast<std::uint32_t>(c.element_size));
+    shape_ = query_shape::of<Bound>(widest, identity_scheme ? opts_.domain->size : 0);
     stats_.device = ctx_.info().name;
     stats_.rows = rows_;
     builds_before_ = ctx_.programs_built();
-    if (rows_ > 0) setup();
+    if (rows_ > 0) {
+      setup();
+    } else {
+      make_planner({});
+    }
     stats_.setup_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
   }
 
@@ -233,199 +233,59 @@ class aggregation_driver {
     }
   }
 
+  /// The query's plan: every decision about how it runs (plan.hpp).
+  const query_planner& plan() const noexcept { return *planner_; }
+
   std::uint64_t rows() const noexcept { return rows_; }
+  /// Rows of the blocks run_remaining() runs, and of the (possibly smaller) blocks run_block()
+  /// runs, which the tuner measures (query_planner::tuning_block_rows).
   std::size_t block_rows() const noexcept { return block_rows_; }
-  std::size_t blocks_total() const noexcept { return blocks_total_; }
-  std::size_t blocks_left() const noexcept { return blocks_total_ - next_block_; }
+  std::size_t tuning_block_rows() const noexcept { return slice_rows_; }
+  /// Blocks of run_block()'s size: all of the input, and those not yet processed.
+  std::size_t blocks_total() const noexcept { return rows_ == 0 ? 0 : (rows_ + slice_rows_ - 1) / slice_rows_; }
+  std::size_t blocks_left() const noexcept { return (rows_ - next_row_ + slice_rows_ - 1) / slice_rows_; }
   const query_stats& stats() const noexcept { return stats_; }
   const device_info& device() const noexcept { return ctx_.info(); }
   /// Groups to plan for: the hint or estimate, or what the table already holds if more.
-  std::uint64_t planned_groups() const noexcept { return std::max<std::uint64_t>(expected_groups_, known_groups_); }
+  std::uint64_t planned_groups() const noexcept { return planner_->planned_groups(); }
 
-  /// The paper's initial configuration of each strategy (section 4.1), clamped to the device.
-  launch_config initial_config(strategy_kind strategy) const {
-    launch_config config = paper_initial_config(strategy);
-    while (config.work_group_size > max_work_group_size(strategy)) config.work_group_size /= 2;
-    return config;
+  // The plan's answers the tuner and the benchmarks ask the driver for.
+  launch_config initial_config(strategy_kind strategy) const { return planner_->initial_config(strategy); }
+  execution_params default_params() const { return planner_->default_params(); }
+  bool feasible(const execution_params& params) const { return planner_->feasible(params); }
+  std::string infeasibility(const execution_params& params, bool strict = true) const {
+    return planner_->infeasibility(params, strict);
   }
-
-  /// The default of section 3.7: WORKGROUPLOCAL when the table fits in local memory, else
-  /// SHARED. Beyond the paper: when one key holds a large share of the rows (measured on the
-  /// sample), WORKGROUPLOCAL with a local table smaller than the groups, which absorbs the hot
-  /// key's updates in local memory and sends the rest to the global table; SHARED's atomics on
-  /// one bucket would serialize (1.5 against 15 to 19 G tuples/s for a 90% heavy hitter on the
-  /// H100, bench/results/h100/heavy_local.csv).
-  /// With several hot keys (the sample's frequent keys fill a hot-key table), SHARED with that
-  /// table instead; so too for direct addressing with one dominant key (the run cache's
-  /// register), measured on the H100 (bench/NOTES.md, attempts 17 and 19).
-  /// For direct addressing with a dominant key, SHARED with the run cache also replaces a local
-  /// table of more than a quarter of local memory (heavy hitter at 2^12 groups: 166 against 118
-  /// G tuples/s with the cold-row queue, attempt 21).
-  execution_params default_params() const {
-    const execution_params local{strategy_kind::workgroup_local, initial_config(strategy_kind::workgroup_local)};
-    const execution_params shared{strategy_kind::shared, initial_config(strategy_kind::shared)};
-    const bool dominant = hot_key_share_ >= dominant_key_share && hot_key_share_ < single_key_share;
-    if (feasible(local)) {
-      const bool large = table_layout_bytes(local_capacity(), 1) > ctx_.info().local_mem_bytes / 4;
-      return identity_scheme && dominant && large ? shared : local;
-    }
-    if (use_hot_table(shared) || (identity_scheme && hot_key_share_ >= dominant_key_share)) return shared;
-    if (hot_key_share_ >= hot_key_threshold && infeasibility(local, false).empty()) return local;
-    return shared;
-  }
-
-  /// Whether AGGREGATE runs SHARED with a hot-key table in local memory (kernels.inc:
-  /// GPUAGG_HOT_TABLE): options' `hot_table` if set (for SHARED with a hash scheme, when the
-  /// sample found frequent keys), else when the frequent keys hold at least
-  /// hot_table_min_share of the sample and the run cache is not used (a dominant key is the run
-  /// cache's: one local bucket would serialize its atomics).
-  bool use_hot_table(const execution_params& params) const {
-    if constexpr (identity_scheme) {
-      return false;
-    } else {
-      if (params.strategy != strategy_kind::shared || hot_keys_.empty()) return false;
-      if (opts_.hot_table) return *opts_.hot_table;
-      return hot_table_share_ >= hot_table_min_share && !use_run_cache(params);
-    }
-  }
-  /// Whether WORKGROUPLOCAL's run-cache build queues cold rows (kernels.inc: GPUAGG_COLD_QUEUE):
-  /// when the run cache was chosen automatically (a dominant key; asked for, its runs are
-  /// wanted), the sample gave the hot key and some cold rows (a single key runs faster in the
-  /// run cache's loop, which keeps four rows' loads in flight: 334 against 250 G tuples/s at 1
-  /// group, bench/NOTES.md attempt 19), and a queue of at least 2 rows per work item fits in
-  /// local memory beside the table.
-  bool use_cold_queue(const execution_params& params) const {
-    if (params.strategy != strategy_kind::workgroup_local || opts_.run_cache || hot_key_share_ == 0) return false;
-    if (hot_key_share_ >= single_key_share) return false;
-    if (!use_run_cache(params)) return false;
-    return cold_rows_per_item(params.config) >= 2;
-  }
-  /// Rows per work item between two drains of the cold-row queue: 8 (as measured), or 4 or 2
-  /// where the queue of 8 does not fit in local memory beside the table (0: not even 2).
-  std::uint32_t cold_rows_per_item(const launch_config& config) const {
-    const std::uint64_t table = table_layout_bytes(local_capacity(), local_table_copies(config));
-    const std::uint64_t entry = std::uint64_t{config.work_group_size} * (sizeof(bits_type) + sizeof(cl_uint));
-    for (std::uint32_t rows = 8; rows >= 2; rows /= 2) {
-      if (table + rows * entry + 64 <= ctx_.info().local_mem_bytes) return rows;
-    }
-    return 0;
-  }
-
-  /// The frequent keys' share of the sample from which SHARED uses the hot-key table.
-  static constexpr double hot_table_min_share = 1.0 / 8;
-  /// Keys in the hot-key table (the sample's most frequent ones that fit; 0 without a sample).
-  std::size_t hot_table_keys() const noexcept { return hot_keys_.size(); }
-
-  /// Tables whose keys take at most this many bytes are probed with cacheable key reads
-  /// (kernels.inc); larger ones with volatile reads. On the H100, cacheable reads win up to
-  /// 2^16 groups (1.8x at 2^12) and lose from 2^20 (bench/results/h100/key_reads_*.csv).
-  static constexpr std::uint64_t plain_key_reads_max_bytes = std::uint64_t{1} << 20;
-
-  /// Whether AGGREGATE combines each work item's runs of one key privately first (kernels.inc):
-  /// options' `run_cache` if set, else when one key dominates the sample: a single key, or one
-  /// holding 3/4 of the rows unless WORKGROUPLOCAL already spreads it over replicated local
-  /// tables. Measured on the H100 (bench/NOTES.md): 257 -> 330 G tuples/s at 1 group, 15 -> 55
-  /// at 2^10 groups with a 90% heavy hitter; 255 -> 73 at 2 uniform groups, where it loses.
-  bool use_run_cache(const execution_params& params) const {
-    if (opts_.run_cache) return *opts_.run_cache;
-    if (hot_key_share_ >= single_key_share) return true;
-    if (hot_key_share_ < dominant_key_share) return false;
-    return params.strategy != strategy_kind::workgroup_local || local_table_copies(params.config) == 1;
-  }
-
-  /// The sample's most frequent key's share of the rows.
-  double hot_key_share() const noexcept { return hot_key_share_; }
-  /// From this share on, the sample's most frequent key dominates (the run cache's register).
-  static constexpr double dominant_key_share = 0.75;
-  /// From this share on, the sample shows a single key (the run cache even with replicated
-  /// local tables, and no cold-row queue).
-  static constexpr double single_key_share = 0.99;
-  /// From this share on, the default strategy treats the input as skewed.
-  static constexpr double hot_key_threshold = 1.0 / 16;
-
   /// Largest work-group size the device allows.
   std::uint32_t max_work_group_size() const noexcept { return ctx_.info().max_work_group_size; }
+  /// Largest power-of-two work-group size a variant's AGGREGATE kernel can run with on this
+  /// device (the kernel's own limit, from its register use, may be below the device's).
+  std::uint32_t max_work_group_size(strategy_kind strategy) const { return planner_->max_work_group_size(strategy); }
+  /// Whether this query's global table is interleaved (query_planner::interleaved).
+  bool interleaved_table() const noexcept { return interleaved_; }
 
-  /// Largest power-of-two work-group size this strategy's AGGREGATE kernel can run with on this
-  /// device (the kernel's own limit, from its register use, may be below the device's). Builds
-  /// the strategy's program on first use.
-  /// `run_cache`: of the strategy's run-cache build (kernels.inc), which the driver uses only
-  /// where this limit allows.
-  /// `hot_table` and `cold_queue` likewise, of the hot-key table's and the cold-row queue's builds.
-  std::uint32_t max_work_group_size(strategy_kind strategy, bool run_cache = false, bool hot_table = false,
-                                    bool cold_queue = false) const {
-    auto& limit = kernel_limits_[variant(strategy, run_cache, hot_table, cold_queue)];
-    if (limit == 0) {
-      const auto kernel_limit = std::min<std::size_t>(
-          kernel_work_group_limit(aggregate_kernel(strategy, run_cache, hot_table, cold_queue)),
-                                                      ctx_.info().max_work_group_size);
-      limit = 1;
-      while (limit * 2 <= kernel_limit) limit *= 2;
-    }
-    return limit;
-  }
-
-  /// Whether `params` suits this query (section 4.1's constraints, which the tuner and the
-  /// default use): the work-group limits hold, and WORKGROUPLOCAL's local table or INDEPENDENT's
-  /// private tables hold every group expected.
-  bool feasible(const execution_params& params) const { return infeasibility(params, true).empty(); }
-
-  /// Why `params` cannot run, or empty. Not `strict`: a local or private table smaller than the
-  /// groups expected is allowed (rows it cannot hold go to the global table).
-  std::string infeasibility(const execution_params& params, bool strict = true) const {
-    const auto& config = params.config;
-    if (config.work_group_size == 0 || config.work_groups_per_cu == 0) return "empty thread configuration";
-    if (config.work_group_size > max_work_group_size(params.strategy)) {
-      return "work group size " + std::to_string(config.work_group_size) + " exceeds the " +
-             std::to_string(max_work_group_size(params.strategy)) + " that " + std::string(to_string(params.strategy)) +
-             "'s kernel allows on " + ctx_.info().name;
-    }
-    if (total_threads(config) > (std::uint64_t{1} << 31)) return "more than 2^31 work items";
-    switch (params.strategy) {
-      case strategy_kind::shared: return {};
-      case strategy_kind::workgroup_local: {
-        const auto fits = max_local_buckets();
-        if (strict ? fits < small_table_buckets() : fits < 2) {
-          return "a local table of " + std::to_string(small_table_buckets()) + " buckets (" +
-                 std::to_string(table_layout_bytes(small_table_buckets(), 1)) + " bytes) exceeds local memory (" +
-                 std::to_string(ctx_.info().local_mem_bytes) + " bytes)";
-        }
-        return {};
-      }
-      case strategy_kind::independent: {
-        const auto fits = max_private_buckets(config);
-        if (strict ? fits < small_table_buckets() : fits < 2) {
-          return "private tables of " + std::to_string(small_table_buckets()) + " buckets for " +
-                 std::to_string(total_threads(config)) + " work items exceed the budget of " +
-                 std::to_string(private_budget()) + " bytes";
-        }
-        return {};
-      }
-    }
-    return "unknown strategy";
-  }
-
-  /// Processes the next block with `params` and waits for it; returns its profiled AGGREGATE
-  /// time in seconds. This is the step the tuner drives.
+  /// Processes the next block (of tuning_block_rows()) with `params` and waits for it; returns
+  /// its profiled AGGREGATE time in seconds. This is the step the tuner drives.
   double run_block(const execution_params& params) {
     if (blocks_left() == 0) throw invalid_argument_error("run_block: no block left");
     require_runnable(params);
-    auto block = enqueue_block(params);
+    auto block = enqueue_block(params, slice_rows_);
     return complete(block);
   }
 
-  /// Processes every remaining block, `blocks_in_flight` at a time: with `params` if given,
-  /// else with default_params() re-evaluated per block.
+  /// Processes every remaining block (of block_rows()), `blocks_in_flight` at a time: with
+  /// `params` if given, else with the plan's default_params() re-evaluated per block (the table's
+  /// groups may have outgrown a local table).
   void run_remaining(const std::optional<execution_params>& params = std::nullopt) {
-    if (blocks_left() == 0) return;
+    if (next_row_ >= rows_) return;
     if (params) require_runnable(*params);
     std::deque<pending_block> in_flight;
-    while (blocks_left() > 0) {
+    while (next_row_ < rows_) {
       if (in_flight.size() >= window_) {
         complete(in_flight.front());
         in_flight.pop_front();
       }
-      in_flight.push_back(enqueue_block(params ? *params : default_params()));
+      in_flight.push_back(enqueue_block(params ? *params : planner_->default_params(), block_rows_));
     }
     while (!in_flight.empty()) {
       complete(in_flight.front());
@@ -445,7 +305,7 @@ class aggregation_driver {
       out.stats = stats_;
       return out;
     }
-    if (blocks_left() > 0) run_remaining();
+    if (next_row_ < rows_) run_remaining();
     detail::phase_clock clock(stats_.host.finalize);
     const auto done = enqueue_finalize(out, true);
     await_finalize(out.size, done, {});
@@ -464,7 +324,7 @@ class aggregation_driver {
       out.stats = stats_;
       return out;
     }
-    if (blocks_left() > 0) run_remaining();
+    if (next_row_ < rows_) run_remaining();
     detail::phase_clock clock(stats_.host.finalize);
     // The device result lives in the query's pooled buffers; the copies queue up behind
     // FINALIZE, and one wait covers both.
@@ -553,6 +413,9 @@ class aggregation_driver {
       throw invalid_argument_error("max_load_factor must lie in (0, 0.9]");
     }
     if (opts_.block_bytes && *opts_.block_bytes == 0) throw invalid_argument_error("block_bytes must be positive");
+    if (opts_.tuning_block_bytes && *opts_.tuning_block_bytes == 0) {
+      throw invalid_argument_error("tuning_block_bytes must be positive");
+    }
     if ((opts_.partitions & (opts_.partitions - 1)) != 0 || opts_.partitions > detail::max_partitions) {
       throw invalid_argument_error("partitions must be 0 (automatic), 1 (none) or a power of two up to " +
                                    std::to_string(detail::max_partitions));
@@ -573,10 +436,15 @@ class aggregation_driver {
     }
   }
 
+  /// The groups planned for, and where the number came from.
+  struct group_estimate {
+    std::uint64_t groups = 1;
+    estimate_source source = estimate_source::none;
+  };
+
   void setup() {
-    // A sample of the keys (16 Ki, strided) estimates the groups when no hint is given,
-    // measures skew for the default strategy and finds the hot-key table's keys; it is skipped
-    // when none of these is needed.
+    // The key sample (16 Ki, strided): the group estimate's first stage, the skew the default
+    // strategy follows, the hot-key table's keys; skipped when none of these is needed.
     const bool estimate = !identity_scheme && !opts_.expected_groups;
     detail::sample_profile profile;
     if (estimate || !opts_.strategy || opts_.hot_table.value_or(false)) {
@@ -584,30 +452,30 @@ class aggregation_driver {
       const auto sample = sample_keys();
       sampling.stop();
       const detail::phase_clock counting(stats_.host.profile);
-      profile = detail::profile_sample(sample, rows_);
+      profile = detail::profile_sample(sample);
     }
-    hot_key_share_ = profile.hottest_key_share;
     hot_key_ = static_cast<bits_type>(profile.hottest_key);
-    choose_hot_keys(profile);
+    group_estimate groups;
     if constexpr (identity_scheme) {
-      expected_groups_ = opts_.domain->size;
+      groups = {opts_.domain->size, estimate_source::domain};
     } else if (opts_.expected_groups) {
-      expected_groups_ = std::max<std::uint64_t>(*opts_.expected_groups, 1);
+      groups = {std::max<std::uint64_t>(*opts_.expected_groups, 1), estimate_source::hint};
     } else {
-      expected_groups_ = profile.estimated_groups;
-      stats_.expected_groups_estimated = true;
+      const detail::phase_clock clock(stats_.host.estimate);
+      groups = estimate_groups(profile);
     }
-    stats_.expected_groups = expected_groups_;
-    std::uint64_t capacity = 0;
-    if constexpr (identity_scheme) {
-      capacity = opts_.domain->size;
-    } else {
-      capacity = table_capacity_for(expected_groups_);
+    stats_.expected_groups = groups.groups;
+    stats_.expected_groups_estimated = estimate;
+    stats_.estimate_source = groups.source;
+    make_planner(profile, groups);
+    const std::uint64_t capacity = planner_->initial_table_capacity();
+    interleaved_ = planner_->interleaved(capacity);
+    for (std::size_t i = 0; i < planner_->hot_keys().keys; ++i) {
+      hot_keys_.push_back(static_cast<bits_type>(profile.frequent[i].first));
     }
-    interleaved_ = use_interleaved_table(capacity);
     // The first program built also provides INITIALIZE, MERGE and FINALIZE.
     detail::phase_clock programs(stats_.host.programs);
-    home_program_ = program(default_params_for_setup());
+    home_program_ = program({planner_->default_params().strategy});
     programs.stop();
     const detail::phase_clock buffers(stats_.host.buffers);
     // Nothing in the set-up waits for the device: the counters' clear and INITIALIZE precede
@@ -628,199 +496,173 @@ class aggregation_driver {
     if (!on_device_) make_staging();
   }
 
-  strategy_kind default_params_for_setup() const { return default_params().strategy; }
+  /// The plan, from what the sample and the estimate found; the kernels' work-group limits come
+  /// from building their programs, on first use.
+  void make_planner(const detail::sample_profile& sample, group_estimate groups = {}) {
+    input_profile profile;
+    profile.rows = rows_;
+    profile.on_device = on_device_;
+    profile.expected_groups = groups.groups;
+    profile.source = groups.source;
+    profile.sampled = sample.sample_size > 0;
+    profile.hottest_key_share = sample.hottest_key_share;
+    profile.sample_size = sample.sample_size;
+    for (const auto& [key, count] : sample.frequent) profile.frequent_counts.push_back(count);
+    planner_.emplace(ctx_.info(), shape_, std::move(profile), opts_,
+                     [this](const kernel_variant& variant) { return kernel_limit(variant); });
+    block_rows_ = planner_->block_rows();
+    slice_rows_ = planner_->tuning_block_rows();
+    window_ = planner_->window();
+    stats_.plan_level = planner_->entry().level;
+  }
 
-  /// The hot-key table's keys: the sample's frequent keys, as many as a table at most half full
-  /// holds within hot_table_max_bytes of local memory (and a quarter of the device's).
-  void choose_hot_keys(const detail::sample_profile& profile) {
-    if constexpr (!identity_scheme) {
-      if (profile.frequent.empty() || profile.sample_size == 0) return;
-      const std::uint64_t entry = Bound::bucket_bytes + sizeof(cl_uint);  // key, accumulators, used flag
-      const std::uint64_t budget = std::min<std::uint64_t>(hot_table_max_bytes, ctx_.info().local_mem_bytes / 4);
-      std::uint64_t capacity = 2;
-      while ((capacity * 2 + 1) * entry <= budget && capacity / 2 < profile.frequent.size()) capacity *= 2;
-      if ((capacity + 1) * entry > budget) return;
-      std::uint64_t covered = 0;
-      for (const auto& [key, count] : profile.frequent) {
-        if (hot_keys_.size() == capacity / 2) break;
-        hot_keys_.push_back(static_cast<bits_type>(key));
-        covered += count;
-      }
-      hot_capacity_ = static_cast<std::uint32_t>(capacity);
-      hot_table_share_ = double(covered) / double(profile.sample_size);
+  /// Rows the group estimate's second stage sketches: on the device a strided 1/32 of 2^27 rows
+  /// reads a quarter of the key column's sectors; on the host the strided reads are cache misses
+  /// that must stay a small part of the transfer they precede.
+  static constexpr std::uint64_t device_sketch_rows = std::uint64_t{1} << 22;
+  static constexpr std::uint64_t host_sketch_rows = std::uint64_t{1} << 20;
+
+  /// The group estimate's stages (estimate.hpp): the sample's frequencies; else sketches of a
+  /// strided sample; else a sketch of every key (device input) or the sample's extrapolation
+  /// (host input, where growth corrects an estimate that is low).
+  group_estimate estimate_groups(const detail::sample_profile& profile) {
+    if (const auto groups = detail::estimate_from_frequencies(profile.sample_size, profile.distinct, profile.once,
+                                                              profile.twice, rows_)) {
+      return {std::max<std::uint64_t>(*groups, 1), estimate_source::sample};
+    }
+    const auto& key = columns_.front();
+    const std::uint64_t sampled = std::min<std::uint64_t>(rows_, on_device_ ? device_sketch_rows : host_sketch_rows);
+    detail::sketch_evidence evidence;
+    evidence.rows = rows_;
+    evidence.sample_rows = sampled;
+    evidence.sub_rows = (sampled + 3) / 4;
+    const std::uint64_t stride = rows_ / sampled;
+    detail::host_sketch sketch;
+    if (on_device_) {
+      sketch = sketch_on_device(key.device, key.offset, stride, sampled, key.offset + rows_, true);
     } else {
-      (void)profile;
+      const unsigned threads = opts_.copy_threads ? opts_.copy_threads
+                                                  : std::clamp(std::thread::hardware_concurrency(), 1u, 16u);
+      sketch = detail::sketch_host_keys(static_cast<const typename key_policy::value_type*>(key.host), rows_, stride,
+                                        sampled, threads);
     }
-  }
-
- public:
-  /// Local memory the hot-key table may take per work group.
-  static constexpr std::uint64_t hot_table_max_bytes = std::uint64_t{32} << 10;
-
- private:
-
-  /// The global table's layout for the whole query (kernels.inc: GPUAGG_INTERLEAVED): options'
-  /// `interleaved_table`, else interleaved for hash tables of more than interleave_min_buckets.
-  /// Direct addressing keeps its bitmap and accumulator arrays; accumulators of different sizes
-  /// keep arrays of their own.
-  bool use_interleaved_table(std::uint64_t capacity) const {
-    if constexpr (identity_scheme || !Bound::interleavable) {
-      if (opts_.interleaved_table.value_or(false)) {
-        throw invalid_argument_error(identity_scheme ? "interleaved_table: direct addressing keeps no keys to interleave"
-                                                     : "interleaved_table needs accumulators of one size");
-      }
-      return false;
-    } else {
-      return opts_.interleaved_table.value_or(capacity > interleave_min_buckets);
+    evidence.sample_distinct = detail::sketch_estimate(sketch.registers);
+    evidence.sub_distinct = detail::sketch_estimate(sketch.sub_registers);
+    evidence.neighbour_pairs = sketch.neighbour_pairs;
+    evidence.neighbour_equal = sketch.neighbour_equal;
+    const auto frequent = profile.frequent_summary();
+    if (const auto decision = detail::estimate_from_sketch(evidence, frequent); decision.groups) {
+      return {std::max<std::uint64_t>(*decision.groups, 1), estimate_source::sketch};
     }
+    if (!on_device_) return {std::max<std::uint64_t>(detail::extrapolate_from_sketch(evidence, frequent), 1),
+                             estimate_source::extrapolated};
+    const auto full = sketch_on_device(key.device, key.offset, 1, rows_, key.offset + rows_, false);
+    const double every = detail::sketch_estimate(full.registers);
+    return {static_cast<std::uint64_t>(std::clamp(std::llround(every), 1LL, static_cast<long long>(rows_))),
+            estimate_source::full_sketch};
   }
 
- public:
-  /// The automatic choice interleaves tables of more buckets than this: on the H100 (50 MB of
-  /// L2) interleaving lost up to 2^22 buckets (a key read no longer hits L1 once atomics on
-  /// its record's line invalidate it there) and won from 2^24 (bench/NOTES.md, attempt 12).
-  static constexpr std::uint64_t interleave_min_buckets = std::uint64_t{1} << 23;
-  /// Whether this query's global table is interleaved.
-  bool interleaved_table() const noexcept { return interleaved_; }
-
- private:
-
-  std::uint64_t table_capacity_for(std::uint64_t groups) const {
-    const auto wanted = static_cast<std::uint64_t>(std::ceil(double(groups) / opts_.max_load_factor));
-    const auto capacity = detail::next_pow2(std::max<std::uint64_t>(wanted, 16));
-    if (capacity > (std::uint64_t{1} << 31)) {
-      throw out_of_memory_error(capacity * Bound::bucket_bytes, ctx_.info().max_alloc_bytes,
-                                "a table of " + std::to_string(capacity) + " buckets (more than 2^31)");
+  /// The sketches of `n` keys of `keys` (gpuagg_sketch), read back.
+  detail::host_sketch sketch_on_device(const cl::Buffer& keys, cl_ulong first, cl_ulong stride, cl_ulong n,
+                                       cl_ulong rows_end, bool sampled) {
+    constexpr std::size_t registers = detail::sketch_registers;
+    const std::uint64_t register_bytes = 2 * registers * sizeof(cl_uint);
+    if (!sketch_registers_()) {
+      sketch_registers_ = allocate(register_bytes, "the group estimate's sketches");
+      sketch_counts_ = allocate(2 * sizeof(cl_ulong), "the group estimate's counts");
     }
-    return capacity;
-  }
-
-  /// Buckets a local or private table needs for every group expected.
-  std::uint64_t small_table_buckets() const {
-    if constexpr (identity_scheme) {
-      return opts_.domain->size;
-    } else {
-      const auto wanted = static_cast<std::uint64_t>(std::ceil(double(planned_groups()) / opts_.max_load_factor));
-      return detail::next_pow2(std::max<std::uint64_t>(wanted, 2));
+    auto& queue = ctx_.compute_queue();
+    const cl_uint zero = 0;
+    detail::check(queue.enqueueFillBuffer(sketch_registers_, zero, 0, register_bytes), "clearing the sketches");
+    detail::check(queue.enqueueFillBuffer(sketch_counts_, zero, 0, 2 * sizeof(cl_ulong)), "clearing the counts");
+    cl::Kernel kernel = ctx_.kernel(estimate_program(), "gpuagg_sketch");
+    const std::size_t local = std::min<std::size_t>(256, power_of_two_below(kernel_work_group_limit(kernel)));
+    cl_uint arg = 0;
+    set_arg(kernel, arg, keys);
+    set_arg(kernel, arg, first);
+    set_arg(kernel, arg, stride);
+    set_arg(kernel, arg, n);
+    set_arg(kernel, arg, rows_end);
+    set_arg(kernel, arg, cl_uint(sampled ? 1 : 0));
+    set_arg(kernel, arg, sketch_registers_);
+    set_arg(kernel, arg, sketch_counts_);
+    set_arg(kernel, arg, cl::Local(2 * local * sizeof(cl_uint)));
+    const std::uint64_t groups =
+        std::clamp<std::uint64_t>((n + local - 1) / local, 1, std::uint64_t{ctx_.info().compute_units} * 16);
+    cl::Event done;
+    launch(kernel, static_cast<std::size_t>(groups * local), local, "the group estimate's sketch", &done);
+    auto [pinned, size_class] = ctx_.pooled_pinned(register_bytes + 2 * sizeof(cl_ulong), "the sketches' host copy");
+    auto* host = static_cast<char*>(pinned.mapped);
+    cl_int read = queue.enqueueReadBuffer(sketch_registers_, CL_FALSE, 0, register_bytes, host);
+    if (read == CL_SUCCESS) read = queue.enqueueReadBuffer(sketch_counts_, CL_TRUE, 0, 2 * sizeof(cl_ulong), host + register_bytes);
+    detail::host_sketch sketch;
+    if (read == CL_SUCCESS) {
+      const auto* words = reinterpret_cast<const cl_uint*>(host);
+      std::copy(words, words + registers, sketch.registers.begin());
+      std::copy(words + registers, words + 2 * registers, sketch.sub_registers.begin());
+      cl_ulong counts[2];
+      std::memcpy(counts, host + register_bytes, sizeof(counts));
+      sketch.neighbour_pairs = counts[0];
+      sketch.neighbour_equal = counts[1];
     }
-  }
-
-  /// Largest table size (a power of two, any size for identity) whose buckets fit in `bytes`.
-  static std::uint64_t buckets_fitting(std::uint64_t bytes) {
-    if (bytes < 2 * Bound::bucket_bytes) return 0;
-    const std::uint64_t any = bytes / Bound::bucket_bytes - 1;
-    if constexpr (identity_scheme) {
-      return any;
-    } else {
-      std::uint64_t pow2 = 1;
-      while (pow2 * 2 <= any) pow2 *= 2;
-      return pow2;
-    }
-  }
-
-  /// Bytes the kernels touch in a table of `buckets` buckets (and the EMPTY_KEY bucket) in
-  /// `copies` copies, local or global: keys and accumulators, or for direct addressing
-  /// (kernels.inc: GPUAGG_DENSE_TABLE) accumulators and a bitmap of the entries in use.
-  static std::uint64_t table_layout_bytes(std::uint64_t buckets, std::uint64_t copies) {
-    const std::uint64_t entries = (buckets + 1) * copies;
-    if constexpr (identity_scheme) {
-      return entries * (Bound::bucket_bytes - sizeof(bits_type)) + (entries + 31) / 32 * 4;
-    } else {
-      return entries * Bound::bucket_bytes;
-    }
-  }
-
-  std::uint64_t max_local_buckets() const {
-    const auto bytes = ctx_.info().local_mem_bytes;
-    if (bytes <= 64) return 0;
-    const std::uint64_t room = bytes - 64;  // room for the kernel's own local variables
-    if constexpr (identity_scheme) {
-      // Accumulators and a bit per bucket (bits, with a word of slack for the bitmap's rounding).
-      const std::uint64_t bits = (Bound::bucket_bytes - sizeof(bits_type)) * 8 + 1;
-      const std::uint64_t fit = room * 8 > 32 ? (room * 8 - 32) / bits : 0;
-      return fit >= 2 ? fit - 1 : 0;
-    } else {
-      return buckets_fitting(room);
-    }
-  }
-
-  std::uint64_t max_private_buckets(const launch_config& config) const {
-    return buckets_fitting(private_budget() / std::max<std::uint64_t>(total_threads(config), 1));
-  }
-
-  std::uint64_t local_capacity() const { return std::min(small_table_buckets(), max_local_buckets()); }
-
- public:
-  /// Copies of WORKGROUPLOCAL's local table per work group (kernels.inc): options'
-  /// `local_table_copies` if given, else as many as fit in a quarter of local memory, at most 32
-  /// (a SIMD group's width on most GPUs); a power of two, at most the work-group size.
-  std::uint32_t local_table_copies(const launch_config& config) const {
-    const std::uint64_t copy_bytes = table_layout_bytes(local_capacity(), 1);
-    const std::uint64_t budget = opts_.local_table_copies ? opts_.local_table_copies * copy_bytes
-                                                          : ctx_.info().local_mem_bytes / 4;
-    std::uint32_t copies = 1;
-    const std::uint32_t limit = std::min<std::uint32_t>(opts_.local_table_copies ? 1024 : 32, config.work_group_size);
-    while (copies * 2 <= limit && (copies * 2) * copy_bytes <= budget &&
-           (copies * 2) * copy_bytes + 64 <= ctx_.info().local_mem_bytes) {
-      copies *= 2;
-    }
-    return copies;
-  }
-
- private:
-  std::uint64_t private_capacity(const launch_config& config) const {
-    return std::min(small_table_buckets(), max_private_buckets(config));
-  }
-
-  std::uint64_t total_threads(const launch_config& config) const {
-    return std::uint64_t{ctx_.info().compute_units} * config.work_groups_per_cu * config.work_group_size;
-  }
-
-  std::uint64_t private_budget() const {
-    return std::min<std::uint64_t>({ctx_.info().max_alloc_bytes, ctx_.info().global_mem_bytes / 8,
-                                    std::uint64_t{1} << 30});
+    ctx_.recycle_pinned(size_class, pinned);
+    detail::check(read, "reading the sketches");
+    detail::wait_for(done, "the group estimate's sketch");
+    stats_.estimate_seconds += detail::event_seconds(done);
+    return sketch;
   }
 
   void require_runnable(const execution_params& params) const {
-    if (auto why = infeasibility(params, false); !why.empty()) {
+    if (auto why = planner_->infeasibility(params, false); !why.empty()) {
       std::ostringstream text;
       text << "cannot run " << params << " for this query: " << why;
       throw invalid_argument_error(text.str());
     }
   }
 
-  /// Index of a strategy's program build, without or with the run cache, the hot-key table
-  /// (SHARED) and the cold-row queue (WORKGROUPLOCAL).
-  static std::size_t variant(strategy_kind strategy, bool run_cache, bool hot_table = false, bool cold_queue = false) {
-    return static_cast<std::size_t>(strategy) * 8 + (run_cache ? 1 : 0) + (hot_table ? 2 : 0) + (cold_queue ? 4 : 0);
-  }
-
-  /// The strategy's program; with `run_cache`, `hot_table` or `cold_queue`, built with
-  /// -DGPUAGG_RUN_CACHE, -DGPUAGG_HOT_TABLE or -DGPUAGG_COLD_QUEUE (kernels.inc), other programs
-  /// of the same source that the context caches separately. An interleaved table adds
-  /// -DGPUAGG_INTERLEAVED to every build of the query.
-  cl::Program program(strategy_kind strategy, bool run_cache = false, bool hot_table = false,
-                      bool cold_queue = false) const {
-    auto& slot = programs_[variant(strategy, run_cache, hot_table, cold_queue)];
+  /// A variant's program: built with -DGPUAGG_RUN_CACHE, -DGPUAGG_HOT_TABLE or
+  /// -DGPUAGG_COLD_QUEUE (kernels.inc) where the variant has them, other programs of the same
+  /// source that the context caches separately. An interleaved table adds -DGPUAGG_INTERLEAVED
+  /// to every build of the query.
+  cl::Program program(const kernel_variant& variant) const {
+    auto& slot = programs_[variant.index()];
     if (!slot()) {
       std::string build_options;
       const auto add = [&](const char* define) {
         build_options += build_options.empty() ? define : std::string(" ") + define;
       };
-      if (run_cache) add("-DGPUAGG_RUN_CACHE");
-      if (hot_table) add("-DGPUAGG_HOT_TABLE");
-      if (cold_queue) add("-DGPUAGG_COLD_QUEUE");
+      if (variant.run_cache) add("-DGPUAGG_RUN_CACHE");
+      if (variant.hot_table) add("-DGPUAGG_HOT_TABLE");
+      if (variant.cold_queue) add("-DGPUAGG_COLD_QUEUE");
       if (interleaved_) add("-DGPUAGG_INTERLEAVED");
-      slot = ctx_.program(program_source_for<Bound>(strategy), build_options);
+      slot = ctx_.program(program_source_for<Bound>(variant.strategy), build_options);
     }
     return slot;
   }
 
-  cl::Kernel& aggregate_kernel(strategy_kind strategy, bool run_cache = false, bool hot_table = false,
-                               bool cold_queue = false) const {
-    auto& slot = aggregate_kernels_[variant(strategy, run_cache, hot_table, cold_queue)];
-    if (!slot()) slot = ctx_.kernel(program(strategy, run_cache, hot_table, cold_queue), "gpuagg_aggregate");
+  /// The group estimate's program (the key sample and the sketches).
+  cl::Program estimate_program() const { return ctx_.program(sample_program_source<key_policy>.view()); }
+
+  cl::Kernel& aggregate_kernel(const kernel_variant& variant) const {
+    auto& slot = aggregate_kernels_[variant.index()];
+    if (!slot()) slot = ctx_.kernel(program(variant), "gpuagg_aggregate");
     return slot;
+  }
+
+  /// The work-group limit of a variant's AGGREGATE kernel (its program built on first use).
+  std::uint32_t kernel_limit(const kernel_variant& variant) const {
+    auto& limit = kernel_limits_[variant.index()];
+    if (limit == 0) {
+      limit = static_cast<std::uint32_t>(
+          std::min<std::size_t>(kernel_work_group_limit(aggregate_kernel(variant)), ctx_.info().max_work_group_size));
+    }
+    return limit;
+  }
+
+  static std::size_t power_of_two_below(std::size_t limit) {
+    std::size_t p = 1;
+    while (p * 2 <= limit) p *= 2;
+    return p;
   }
 
   std::size_t kernel_work_group_limit(const cl::Kernel& kernel) const {
@@ -1081,13 +923,14 @@ class aggregation_driver {
     deferred_.clear();
   }
 
-  pending_block enqueue_block(const execution_params& params) {
+  /// Enqueues the next block of at most `rows` rows with `params`; waits for nothing.
+  pending_block enqueue_block(const execution_params& params, std::size_t rows) {
     const detail::phase_clock clock(stats_.host.enqueue);
-    const std::size_t block = next_block_++;
-    const std::uint64_t first = std::uint64_t(block) * block_rows_;
-    const std::uint64_t count = std::min<std::uint64_t>(block_rows_, rows_ - first);
+    const std::uint64_t first = next_row_;
+    const std::uint64_t count = std::min<std::uint64_t>(rows, rows_ - first);
+    next_row_ += count;
     pending_block pending;
-    pending.slot = block % window_;
+    pending.slot = blocks_enqueued_++ % window_;
     pending.generation = generation_;
     pending.params = params;
     pending.rows = count;
@@ -1120,24 +963,17 @@ class aggregation_driver {
       detail::check(ctx_.transfer_queue().flush(), "starting the input copy");
     }
 
-    if (const auto parts = partitions(count); parts > 1) {
+    if (const auto parts = planner_->partitions(count, table_.capacity, table_.interleaved); parts > 1) {
       partition(inputs, row_begin, row_end, parts, ready, pending.partition);
       row_begin = 0;
       row_end = count;
       ready.clear();
     }
 
-    // The run-cache and hot-table variants only where their own (cached) work-group limits allow
-    // this configuration.
-    const bool run_cache =
-        use_run_cache(params) && params.config.work_group_size <= max_work_group_size(params.strategy, true);
-    const bool hot_table = use_hot_table(params) &&
-                           params.config.work_group_size <= max_work_group_size(params.strategy, run_cache, true);
-    const bool cold_queue = run_cache && use_cold_queue(params) &&
-                            params.config.work_group_size <= max_work_group_size(params.strategy, true, false, true);
-    pending.hot_table = hot_table;
-    pending.cold_queue = cold_queue;
-    cl::Kernel& kernel = aggregate_kernel(params.strategy, run_cache, hot_table, cold_queue);
+    const kernel_variant variant = planner_->variant_for(params);
+    pending.hot_table = variant.hot_table;
+    pending.cold_queue = variant.cold_queue;
+    cl::Kernel& kernel = aggregate_kernel(variant);
     cl_uint arg = 0;
     for (const auto& input : inputs) set_arg(kernel, arg, input);
     set_arg(kernel, arg, row_begin);
@@ -1146,21 +982,19 @@ class aggregation_driver {
     set_arg(kernel, arg, cl_uint(table_.bits));
     set_arg(kernel, arg, cl_uint(table_.capacity));
     set_arg(kernel, arg, key_min());
-    const std::uint64_t probes = identity_scheme ? 1 : std::min<std::uint64_t>(table_.capacity, 1024);
-    set_arg(kernel, arg, cl_uint(probes));
+    set_arg(kernel, arg, cl_uint(planner_->max_probes(table_.capacity)));
     set_arg(kernel, arg, meta_);
     set_table_args(kernel, arg, spill_);
     set_arg(kernel, arg, cl_uint(spill_capacity_));
-    const std::uint64_t key_bytes =
-        (table_.capacity + 1) * (table_.interleaved ? Bound::interleaved_bucket_bytes : sizeof(bits_type));
-    set_arg(kernel, arg, cl_uint(key_bytes <= plain_key_reads_max_bytes ? 1 : 0));
-    if (run_cache) {
+    set_arg(kernel, arg, cl_uint(planner_->plain_key_reads(table_.capacity, table_.interleaved) ? 1 : 0));
+    if (variant.run_cache) {
       // The run-cache build's hot-key register (kernels.inc): the sample's most frequent key,
       // when the sample was taken (without one, the register stays unused).
       set_arg(kernel, arg, hot_key_);
-      set_arg(kernel, arg, cl_uint(hot_key_share_ > 0 ? 1 : 0));
+      set_arg(kernel, arg, cl_uint(planner_->profile().sampled ? 1 : 0));
     }
-    if (hot_table) {
+    if (variant.hot_table) {
+      const std::uint32_t hot_capacity = planner_->hot_keys().capacity;
       if (!hot_keys_buffer_()) {
         hot_keys_buffer_ = allocate(hot_keys_.size() * sizeof(bits_type), "the hot-key table's keys");
         detail::check(ctx_.compute_queue().enqueueWriteBuffer(hot_keys_buffer_, CL_FALSE, 0,
@@ -1169,18 +1003,18 @@ class aggregation_driver {
       }
       set_arg(kernel, arg, hot_keys_buffer_);
       set_arg(kernel, arg, cl_uint(hot_keys_.size()));
-      set_arg(kernel, arg, cl_uint(detail::log2_exact(hot_capacity_)));
-      set_arg(kernel, arg, cl_uint(hot_capacity_));
-      set_arg(kernel, arg, cl::Local((hot_capacity_ + 1) * sizeof(bits_type)));
+      set_arg(kernel, arg, cl_uint(detail::log2_exact(hot_capacity)));
+      set_arg(kernel, arg, cl_uint(hot_capacity));
+      set_arg(kernel, arg, cl::Local((hot_capacity + 1) * sizeof(bits_type)));
       for (std::size_t j = 0; j < aggregate_count; ++j) {
-        set_arg(kernel, arg, cl::Local((hot_capacity_ + 1) * acc_size(j)));
+        set_arg(kernel, arg, cl::Local((hot_capacity + 1) * acc_size(j)));
       }
-      set_arg(kernel, arg, cl::Local((hot_capacity_ + 1) * sizeof(cl_uint)));
+      set_arg(kernel, arg, cl::Local((hot_capacity + 1) * sizeof(cl_uint)));
     }
     const auto& config = params.config;
     if (params.strategy == strategy_kind::workgroup_local) {
-      const auto buckets = local_capacity();
-      const auto copies = local_table_copies(config);
+      const auto buckets = planner_->local_capacity();
+      const auto copies = planner_->local_table_copies(config);
       // Keys, or for direct addressing a bitmap of the entries in use (table_layout_bytes).
       const std::uint64_t entries = (buckets + 1) * copies;
       set_arg(kernel, arg, cl::Local(identity_scheme ? (entries + 31) / 32 * 4 : entries * sizeof(bits_type)));
@@ -1190,16 +1024,16 @@ class aggregation_driver {
       set_arg(kernel, arg, cl_uint(identity_scheme ? 0 : detail::log2_exact(buckets)));
       set_arg(kernel, arg, cl_uint(buckets));
       set_arg(kernel, arg, cl_uint(copies));
-      if (cold_queue) {
-        const std::uint32_t rows = cold_rows_per_item(config);
+      if (variant.cold_queue) {
+        const std::uint32_t rows = planner_->cold_rows_per_item(config);
         const std::uint64_t queued = std::uint64_t{config.work_group_size} * rows;
         set_arg(kernel, arg, cl::Local(queued * sizeof(bits_type)));
         set_arg(kernel, arg, cl::Local(queued * sizeof(cl_uint)));
         set_arg(kernel, arg, cl_uint(rows));
       }
     } else if (params.strategy == strategy_kind::independent) {
-      const auto buckets = private_capacity(config);
-      ensure_private_tables(total_threads(config) * (buckets + 1));
+      const auto buckets = planner_->private_capacity(config);
+      ensure_private_tables(planner_->total_threads(config) * (buckets + 1));
       set_table_args(kernel, arg, private_);
       set_arg(kernel, arg, cl_uint(identity_scheme ? 0 : detail::log2_exact(buckets)));
       set_arg(kernel, arg, cl_uint(buckets));
@@ -1207,7 +1041,7 @@ class aggregation_driver {
     // The work-group size was checked against this kernel's cached limit by require_runnable()
     // (or comes from initial_config(), clamped to it): no per-block driver query.
     const std::size_t local = config.work_group_size;
-    const auto global = static_cast<std::size_t>(total_threads(config));
+    const auto global = static_cast<std::size_t>(planner_->total_threads(config));
     launch(kernel, global, local, "AGGREGATE", &pending.kernel, ready.empty() ? nullptr : &ready);
     detail::check(ctx_.compute_queue().enqueueReadBuffer(meta_, CL_FALSE, 0, detail::meta_words * sizeof(cl_ulong),
                                                          meta_mirror_ + pending.slot * detail::meta_words,
@@ -1215,22 +1049,6 @@ class aggregation_driver {
                   "reading the query's counters");
     detail::check(ctx_.compute_queue().flush(), "starting AGGREGATE");
     return pending;
-  }
-
-  /// PARTITION's runs for a block of `rows` rows (1: none): options' `partitions`, else the
-  /// rule measured on the H100 (options.hpp), for blocks of at least 2^16 rows; at most one run
-  /// per bucket.
-  std::uint32_t partitions(std::uint64_t rows) const {
-    std::uint64_t parts = opts_.partitions;
-    if (parts == 0) {
-      // The bytes the rows touch: direct addressing's keys are a bitmap (a bit per bucket).
-      const std::uint64_t bytes = identity_scheme ? table_layout_bytes(table_.capacity, 1) : table_bytes(table_);
-      parts = rows < (std::uint64_t{1} << 16) || bytes <= (std::uint64_t{40} << 20) ? 1
-              : bytes <= (std::uint64_t{128} << 20)                                  ? 8
-              : bytes <= (std::uint64_t{3} << 30)                                    ? 32
-                                                                                     : 1;
-    }
-    return static_cast<std::uint32_t>(std::min<std::uint64_t>(parts, table_.capacity));
   }
 
   /// Orders rows [row_begin, row_end) of `inputs` into `parts` runs by their home bucket's
@@ -1322,7 +1140,7 @@ class aggregation_driver {
     const cl_ulong* meta = meta_mirror_ + block.slot * detail::meta_words;
     if (meta[detail::meta_lost]) throw error("internal error: the spill area overflowed");
     std::copy(meta, meta + detail::meta_words, known_meta_.begin());
-    known_groups_ = meta[detail::meta_groups];
+    planner_->observe_groups(meta[detail::meta_groups]);
     if (meta[detail::meta_spilled] > 0) {
       if constexpr (identity_scheme) {
         throw key_out_of_domain_error("a key lies outside the domain [min, min + " +
@@ -1330,7 +1148,7 @@ class aggregation_driver {
                                       "] given for direct_addressing; widen options::domain or use hashing<>");
       }
       grow();
-    } else if (!identity_scheme && blocks_left() > 0 &&
+    } else if (!identity_scheme && next_row_ < rows_ &&
                double(meta[detail::meta_groups]) > opts_.max_load_factor * double(table_.capacity)) {
       grow();
     }
@@ -1345,7 +1163,7 @@ class aggregation_driver {
     if (meta[detail::meta_lost]) throw error("internal error: the spill area overflowed");
     const std::uint64_t groups = meta[detail::meta_groups];
     const std::uint64_t spilled = meta[detail::meta_spilled];
-    const std::uint64_t capacity = std::max(table_capacity_for(groups + spilled), table_.capacity * 2);
+    const std::uint64_t capacity = planner_->grown_capacity(groups, spilled_groups(spilled), table_.capacity);
     table_buffers old = std::move(table_);
     // INITIALIZE, the counter resets and the merges queue up without host waits; the counters'
     // read after them is the one wait, and only then does the old table go back to the pool.
@@ -1359,10 +1177,19 @@ class aggregation_driver {
     release(table_bytes(old));
     recycle(old);
     known_meta_ = meta;
-    known_groups_ = meta[detail::meta_groups];
+    planner_->observe_groups(meta[detail::meta_groups]);
     stats_.spilled_entries += spilled;
     ++stats_.table_growths;
     ++generation_;
+  }
+
+  /// The distinct keys among the spill area's first `spilled` entries: their count where few,
+  /// else their sketch's estimate with room for its error.
+  std::uint64_t spilled_groups(std::uint64_t spilled) {
+    if (spilled <= 4096) return spilled;
+    const auto sketch = sketch_on_device(spill_.keys, 0, 1, spilled, spilled, false);
+    const double distinct = detail::sketch_estimate(sketch.registers);
+    return std::min<std::uint64_t>(spilled, static_cast<std::uint64_t>(std::ceil(distinct * 1.05)) + 16);
   }
 
   void merge(const table_buffers& source, std::uint64_t entries, std::uint64_t table_entries) {
@@ -1415,11 +1242,12 @@ class aggregation_driver {
   bool on_device_ = false;
   std::size_t block_rows_ = 0;
   std::size_t blocks_total_ = 0;
-  std::size_t next_block_ = 0;
+  std::size_t slice_rows_ = 0;     // rows of run_block()'s blocks (the tuner's)
+  std::uint64_t next_row_ = 0;     // the first row not yet enqueued
+  std::size_t blocks_enqueued_ = 0;
   std::size_t window_ = 2;
-  std::uint64_t expected_groups_ = 1;
-  std::uint64_t known_groups_ = 0;
-  double hot_key_share_ = 0;
+  query_shape shape_;
+  std::optional<query_planner> planner_;
   bits_type hot_key_ = 0;  // the sample's most frequent key (the run cache's hot-key register)
   std::uint64_t spill_capacity_ = 0;
   std::uint64_t live_bytes_ = 0;
@@ -1431,9 +1259,9 @@ class aggregation_driver {
   mutable std::array<cl::Program, 24> programs_;
   mutable std::array<cl::Kernel, 24> aggregate_kernels_;
   mutable std::array<std::uint32_t, 24> kernel_limits_{};
-  std::vector<bits_type> hot_keys_;  // the hot-key table's keys (use_hot_table), most frequent first
-  double hot_table_share_ = 0;       // their share of the sample
-  std::uint32_t hot_capacity_ = 0;   // the hot-key table's buckets (a power of two, at most half full)
+  std::vector<bits_type> hot_keys_;  // the hot-key table's keys (query_planner::hot_keys), most frequent first
+  cl::Buffer sketch_registers_;      // the group estimate's sketches (made on first use)
+  cl::Buffer sketch_counts_;
   cl::Buffer hot_keys_buffer_;       // hot_keys_ on the device (made on first use)
   cl::Buffer meta_;
   detail::buffer_pool::pinned_buffer readback_;  // pinned host memory: the counters' copies, then FINALIZE's count

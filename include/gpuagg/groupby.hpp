@@ -130,22 +130,24 @@ tuning_key tuning_key_for(const Driver& driver) {
           tuning_key::log2_groups(driver.planned_groups())};
 }
 
-/// Runs every block: with the caller's strategy/configuration if given, else tuned (Algorithm
-/// 1) when the input has enough blocks to learn from, else the section 3.7 default.
+/// Runs every block: with the caller's strategy/configuration if given; else tuned online from
+/// the plan's start where the plan says so (query_planner::tuning: enough blocks, and a
+/// per-device model that is not sure for this query; `forced`: always), else with the plan's
+/// choice. The search measures blocks of the plan's tuning size and hands the rest of the input
+/// to the driver in its large blocks.
 template <tuner_params Params, class Driver>
-std::optional<tuning_report> run_query(Driver& driver, const options& opts) {
+std::optional<tuning_report> run_query(Driver& driver, const options& opts, bool forced = false) {
   if (opts.strategy || opts.config) {
     const auto strategy = opts.strategy.value_or(driver.default_params().strategy);
     driver.run_remaining(execution_params{strategy, opts.config.value_or(driver.initial_config(strategy))});
     return std::nullopt;
   }
-  if (opts.autotune && driver.blocks_total() >= opts.min_blocks_to_tune) {
+  const tuning_plan tuning = driver.plan().tuning(forced);
+  if (tuning.enabled) {
     tuner<Params> t{search_space{.max_work_group_size = driver.max_work_group_size()}};
-    std::vector<execution_params> initial;
-    for (const auto strategy : all_strategies) initial.push_back({strategy, driver.initial_config(strategy)});
     // tuner::run leaves no block behind: it hands the rest to run_remaining(winner), returns
-    // unconverged only when the input ran out, and throws when nothing is feasible.
-    return t.run(driver, initial, tuning_key_for(driver));
+    // unconverged only when its budget ran out, and throws when nothing is feasible.
+    return t.run(driver, tuning.starts, tuning_key_for(driver), search_bounds{tuning.block_budget, tuning.scan});
   }
   driver.run_remaining();
   return std::nullopt;
@@ -168,13 +170,11 @@ auto group_by(const KeyColumn& keys, const Values& values, Query query, const op
 /// As group_by, always tuned with Algorithm 1 configured by `Params` (unless the caller fixes
 /// the strategy or configuration), returning the tuning report with the result.
 template <tuner_params Params = tuner_params{}, class Query, column KeyColumn, class Values>
-auto tuned_group_by(const KeyColumn& keys, const Values& values, Query query, options opts = {}) {
+auto tuned_group_by(const KeyColumn& keys, const Values& values, Query query, const options& opts = {}) {
   auto driver = make_driver(keys, values, query, opts);
   using bound = typename std::remove_reference_t<decltype(*driver)>::bound_type;
   using finisher = detail::host_result_for<typename bound::key::value_type, typename bound::output_tuple>;
-  opts.autotune = true;
-  opts.min_blocks_to_tune = 1;
-  auto report = detail::run_query<Params>(*driver, opts);
+  auto report = detail::run_query<Params>(*driver, opts, /*forced=*/true);
   auto r = finisher::finalize(*driver);
   return tuned<decltype(r)>{std::move(r), report.value_or(tuning_report{})};
 }

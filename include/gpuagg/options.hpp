@@ -31,30 +31,37 @@ struct key_domain {
 
 struct options {
   /// Hint for the number of groups; sizes the table (load factor at most max_load_factor).
-  /// Without it, the number is estimated from a sample of the keys. A wrong hint costs time,
-  /// never correctness: the table grows when it fills.
+  /// Without it, the number is estimated (estimate.hpp: the key sample, sketches of a strided
+  /// sample, a sketch of every key). A wrong hint costs time, never correctness: the table grows
+  /// when it fills.
   std::optional<std::uint64_t> expected_groups;
   /// Largest fraction of buckets in use before the table grows.
   double max_load_factor = 0.5;
-  /// Input block size per column (the widest column). Default: 16 MiB for host input (section
-  /// 2.1), 64 MiB for input already on the device, where no transfer needs overlapping and
-  /// fewer, larger AGGREGATE launches run faster (bench/NOTES.md). The spill area holds
+  /// Input block size per column (the widest column). Default (query_planner::block_rows): 16
+  /// MiB for host input (section 2.1); for input already on the device, where no transfer needs
+  /// overlapping, up to 256 MiB (fewer, larger AGGREGATE launches). The spill area holds
   /// `blocks_in_flight` blocks of rows, so it grows with this size.
   std::optional<std::size_t> block_bytes;
+  /// Size per column (the widest) of the blocks the tuner measures. Default: 16 MiB (section
+  /// 3.1), at most block_bytes. On device input they are slices of the large blocks: the tuner
+  /// explores on them, and the rest of the input runs in large blocks.
+  std::optional<std::size_t> tuning_block_bytes;
   /// Blocks in flight at once (transfers of the next overlap AGGREGATE of the current).
   std::size_t blocks_in_flight = 2;
   /// Host threads that copy a pageable input block into pinned staging memory (0: up to 16,
   /// one per hardware thread). Input in a gpuagg::pinned_array needs no staging copy.
   unsigned copy_threads = 0;
-  /// Strategy for every block; default (section 3.7): WORKGROUPLOCAL when the table fits in
-  /// local memory, SHARED otherwise.
+  /// Strategy for every block; default: the plan's (query_planner::default_params; section 3.7:
+  /// WORKGROUPLOCAL when the table fits in local memory, SHARED otherwise, beyond it for skew).
   std::optional<strategy_kind> strategy;
-  /// Thread configuration for every block; default: the paper's initial configuration of the
-  /// strategy (section 4.1), clamped to the device.
+  /// Thread configuration for every block; default: the plan's per-device entry for the
+  /// strategy and the table's size (plan_data.hpp), clamped to the kernel's limit.
   std::optional<launch_config> config;
-  /// Tune strategy and thread configuration online (Algorithm 1 of the paper, the tuner's
-  /// persistent cache included) when neither `strategy` nor `config` is given and the input has
-  /// at least `min_blocks_to_tune` blocks; else the section 3.7 default.
+  /// Tune strategy and thread configuration online (Algorithm 1 of the paper from the plan's
+  /// start, the tuner's persistent cache included) when neither `strategy` nor `config` is
+  /// given, the input has at least `min_blocks_to_tune` tuning blocks, and the plan's per-device
+  /// model was not measured for this device and query shape (query_planner::tuning); else the
+  /// plan's choice.
   bool autotune = true;
   std::size_t min_blocks_to_tune = 8;
   /// Copies of WORKGROUPLOCAL's local table per work group (a power of two; 0: as many as fit in
@@ -72,13 +79,13 @@ struct options {
   std::optional<bool> hot_table;
   /// Runs per input block for PARTITION (kernels.inc): 1 turns it off, a power of two up to
   /// 1024 orders each block's rows into that many runs by the region of the table their home
-  /// bucket lies in, so that the rows that update one region arrive together. Default (0),
-  /// measured on the H100 (bench/NOTES.md, attempt 13): 8 runs for tables of 40 to 128 MiB, 32
-  /// up to 3 GiB, none for smaller tables (they stay in the L2) or larger ones.
+  /// bucket lies in, so that the rows that update one region arrive together. Default (0): by
+  /// the table's bytes (query_planner::partitions).
   std::uint32_t partitions = 0;
   /// Keep a bucket's key and accumulators in one record of the global table (one memory sector
   /// per probe and update instead of two), or in arrays of their own. Default: interleaved for
-  /// hash tables of more than 2^23 buckets whose accumulators share one size (bench/NOTES.md).
+  /// hash tables of more than 2^23 buckets whose accumulators share one size
+  /// (query_planner::interleaved).
   std::optional<bool> interleaved_table;
   /// Required by direct_addressing: the key domain.
   std::optional<key_domain> domain;

@@ -9,7 +9,9 @@
 #include <tuple>
 #include <vector>
 
+#include "estimate.hpp"
 #include "launch_config.hpp"
+#include "plan_data.hpp"
 #include "runtime/opencl.hpp"
 
 namespace gpuagg {
@@ -30,6 +32,7 @@ struct block_record {
 struct host_phase_seconds {
   double sample = 0;    ///< the key sample: gather kernel (device input) and read
   double profile = 0;   ///< the sample's frequency count (estimate, hottest and frequent keys)
+  double estimate = 0;  ///< the group estimate's later stages: sketches and their reads
   double programs = 0;  ///< set-up: program lookups (and JIT builds), kernels, their limits
   double buffers = 0;   ///< set-up: counters, table, spill area, staging; INITIALIZE's launch
   double enqueue = 0;   ///< per block: staging copies of host input, PARTITION and AGGREGATE launches
@@ -37,7 +40,9 @@ struct host_phase_seconds {
   double growth = 0;    ///< table growths: rehash, merges and their counter reads
   double finalize = 0;  ///< FINALIZE: counters, result buffers, the launch, the result count (and copy)
 
-  double total() const { return sample + profile + programs + buffers + enqueue + wait + growth + finalize; }
+  double total() const {
+    return sample + profile + estimate + programs + buffers + enqueue + wait + growth + finalize;
+  }
 };
 
 /// How a query ran.
@@ -45,8 +50,11 @@ struct query_stats {
   std::string device;
   std::uint64_t rows = 0;
   std::uint64_t groups = 0;
-  std::uint64_t expected_groups = 0;    ///< the hint, or the sample's estimate
+  std::uint64_t expected_groups = 0;    ///< the hint, or the estimate (estimate.hpp)
   bool expected_groups_estimated = false;
+  gpuagg::estimate_source estimate_source = gpuagg::estimate_source::none;  ///< where expected_groups came from
+  double estimate_seconds = 0;          ///< profiled time of the estimate's sketch kernels
+  gpuagg::plan_level plan_level = gpuagg::plan_level::generic;  ///< how specific the plan's per-device entry was
   std::uint64_t table_capacity = 0;     ///< buckets of the final table
   unsigned table_growths = 0;           ///< times the table grew during the query
   std::uint64_t spilled_entries = 0;    ///< rows or partials merged after a growth
@@ -71,7 +79,9 @@ struct query_stats {
 inline std::ostream& operator<<(std::ostream& os, const query_stats& s) {
   os << s.rows << " rows -> " << s.groups << " groups on " << s.device << "; " << s.blocks.size() << " blocks, last "
      << (s.blocks.empty() ? execution_params{} : s.blocks.back().params) << "; table " << s.table_capacity
-     << " buckets, " << s.table_growths << " growths; AGGREGATE " << s.aggregate_seconds * 1e3 << " ms";
+     << " buckets, " << s.table_growths << " growths; groups planned " << s.expected_groups << " ("
+     << s.estimate_source << "), plan entry " << to_string(s.plan_level) << "; AGGREGATE " << s.aggregate_seconds * 1e3
+     << " ms";
   return os;
 }
 

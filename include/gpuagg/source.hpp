@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "detail/fixed_string.hpp"
+#include "estimate.hpp"
 #include "query.hpp"
 #include "strategy.hpp"
 
@@ -19,10 +20,10 @@ inline constexpr auto program_source =
     detail::concat(detail::kernels::header, Bound::key::cl_source, Bound::scheme::cl_source, Bound::cl_source,
                    detail::kernels::library, detail::kernels::table_kernels, Strategy::cl_source);
 
-/// The key-sampling program of key policy `Key` (kernels.inc: gpuagg_sample).
+/// The group estimate's program of key policy `Key` (kernels.inc: gpuagg_sample, gpuagg_sketch).
 template <class Key>
 inline constexpr auto sample_program_source = detail::concat(detail::kernels::header, Key::cl_source,
-                                                             detail::kernels::sample_kernel);
+                                                             detail::sketch_cl_source, detail::kernels::sample_kernel);
 
 /// program_source for a strategy chosen at run time.
 template <class Bound>

@@ -401,6 +401,15 @@ struct tuning_report {
 
 std::ostream& operator<<(std::ostream& os, const tuning_report& report);
 
+/// Bounds of one search beyond the hyper parameters, set by the plan (plan.hpp: tuning_plan):
+/// at most `block_budget` blocks measured (a search that has not converged by then stores its
+/// best so far provisionally, and the rest of the input runs it), and whether each start's row
+/// is scanned (tuner_params::scan_stride; not where the start was measured on the device).
+struct search_bounds {
+  std::size_t block_budget = static_cast<std::size_t>(-1);
+  bool scan = true;
+};
+
 // ---------------------------------------------------------------------------------------------
 // The tuner
 
@@ -451,7 +460,7 @@ class tuner {
   /// off by more than s; a converged search stores its winner.
   tuning_report search(const measure_fn& measure, std::size_t blocks_available,
                        const feasibility_fn& feasible, std::span<const execution_params> initial = {},
-                       const std::optional<tuning_key>& key = std::nullopt) const;
+                       const std::optional<tuning_key>& key = std::nullopt, search_bounds bounds = {}) const;
 
   /// Drives the whole query: tunes on the driver's blocks, then runs every remaining block with
   /// the winner. If the input runs out mid-search, the report says so (converged == false) and
@@ -459,12 +468,12 @@ class tuner {
   /// A pipelining_block_driver gets the post-convergence blocks in one run_remaining(winner).
   template <block_driver Driver, feasibility_predicate Feasible>
   tuning_report run(Driver& driver, Feasible&& feasible, std::span<const execution_params> initial = {},
-                    const std::optional<tuning_key>& key = std::nullopt) const;
+                    const std::optional<tuning_key>& key = std::nullopt, search_bounds bounds = {}) const;
 
   /// The same with the driver's own `feasible(params)` as the predicate.
   template <checking_block_driver Driver>
   tuning_report run(Driver& driver, std::span<const execution_params> initial = {},
-                    const std::optional<tuning_key>& key = std::nullopt) const;
+                    const std::optional<tuning_key>& key = std::nullopt, search_bounds bounds = {}) const;
 
  private:
   search_space space_;

@@ -18,27 +18,11 @@
 #include <utility>
 #include <vector>
 
+#include "../device_info.hpp"
 #include "buffer_pool.hpp"
 #include "opencl.hpp"
 
 namespace gpuagg {
-
-/// What the driver and the tuner need to know about a device.
-struct device_info {
-  std::string name;
-  std::string vendor;
-  std::string driver_version;
-  std::string platform_name;
-  std::uint32_t compute_units = 1;
-  std::uint32_t max_work_group_size = 1;
-  std::uint64_t local_mem_bytes = 0;
-  std::uint64_t global_mem_bytes = 0;
-  std::uint64_t max_alloc_bytes = 0;
-  std::uint64_t global_cache_bytes = 0;  ///< CL_DEVICE_GLOBAL_MEM_CACHE_SIZE (the L2 on GPUs)
-  bool is_gpu = false;
-  bool int64_atomics = false;
-  bool fp64 = false;
-};
 
 namespace detail {
 
@@ -105,6 +89,24 @@ inline std::string source_line_from_log(const std::string& log, const std::strin
   for (std::size_t i = 1; std::getline(lines, text); ++i) {
     if (i == line) return "line " + std::to_string(line) + ": " + text;
   }
+  return {};
+}
+
+/// The device's architecture (device_info::architecture): NVIDIA's compute capability through
+/// cl_nv_device_attribute_query, AMD's gfx name (its OpenCL device name), "cpu" for CPU devices.
+inline std::string architecture_of(const cl::Device& device, const std::string& extensions, const std::string& name) {
+  if (device.getInfo<CL_DEVICE_TYPE>() & CL_DEVICE_TYPE_CPU) return "cpu";
+  if (extensions.find("cl_nv_device_attribute_query") != std::string::npos) {
+    constexpr cl_device_info compute_capability_major = 0x4000;  // CL_DEVICE_COMPUTE_CAPABILITY_MAJOR_NV
+    constexpr cl_device_info compute_capability_minor = 0x4001;  // CL_DEVICE_COMPUTE_CAPABILITY_MINOR_NV
+    cl_uint major = 0;
+    cl_uint minor = 0;
+    if (clGetDeviceInfo(device(), compute_capability_major, sizeof(major), &major, nullptr) == CL_SUCCESS &&
+        clGetDeviceInfo(device(), compute_capability_minor, sizeof(minor), &minor, nullptr) == CL_SUCCESS) {
+      return "sm_" + std::to_string(major) + std::to_string(minor);
+    }
+  }
+  if (name.rfind("gfx", 0) == 0) return name.substr(0, name.find_first_of(" :"));
   return {};
 }
 
@@ -298,6 +300,7 @@ class context {
     for (auto* text : {&info_.name, &info_.vendor, &info_.driver_version, &info_.platform_name}) {
       while (!text->empty() && (text->back() == '\0' || text->back() == ' ')) text->pop_back();
     }
+    info_.architecture = detail::architecture_of(device_, extensions, info_.name);
   }
 
   cl::Context context_;

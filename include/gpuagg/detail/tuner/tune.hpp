@@ -30,7 +30,7 @@ namespace detail {
 inline tuning_report tune(const tuner_params& params, const search_space& space, const tuning_cache& cache,
                           std::ostream* log_sink, const measure_fn& measure, std::size_t blocks_available,
                           const feasibility_fn& feasible, std::span<const execution_params> initial,
-                          const std::optional<tuning_key>& key) {
+                          const std::optional<tuning_key>& key, bool scan = true) {
   tuning_report report;
   report.params = params;
   std::optional<search_state> resumed;  // a provisional entry's search
@@ -38,6 +38,7 @@ inline tuning_report tune(const tuner_params& params, const search_space& space,
   watch.start();
   const decision_log log(log_sink, &watch);
   algorithm1 search(params, space, measure, blocks_available, feasible, log, watch, report);
+  if (!scan) search.skip_scan();
   const auto done = [&] {
     watch.stop();
     report.host_seconds = watch.seconds();
@@ -145,14 +146,15 @@ tuner<Params>::tuner(search_space space, tuning_cache cache)
 template <tuner_params Params>
 tuning_report tuner<Params>::search(const measure_fn& measure, std::size_t blocks_available,
                                     const feasibility_fn& feasible, std::span<const execution_params> initial,
-                                    const std::optional<tuning_key>& key) const {
-  return detail::tune(Params, space_, cache_, log_, measure, blocks_available, feasible, initial, key);
+                                    const std::optional<tuning_key>& key, search_bounds bounds) const {
+  return detail::tune(Params, space_, cache_, log_, measure, std::min(blocks_available, bounds.block_budget), feasible,
+                      initial, key, bounds.scan);
 }
 
 template <tuner_params Params>
 template <block_driver Driver, feasibility_predicate Feasible>
 tuning_report tuner<Params>::run(Driver& driver, Feasible&& feasible, std::span<const execution_params> initial,
-                                 const std::optional<tuning_key>& key) const {
+                                 const std::optional<tuning_key>& key, search_bounds bounds) const {
   const measure_fn measure = [&driver](const execution_params& block_params) {
     return static_cast<double>(driver.run_block(block_params));
   };
@@ -160,7 +162,7 @@ tuning_report tuner<Params>::run(Driver& driver, Feasible&& feasible, std::span<
     return static_cast<bool>(std::invoke(feasible, candidate));
   };
   tuning_report report =
-      search(measure, static_cast<std::size_t>(driver.blocks_left()), is_feasible, initial, key);
+      search(measure, static_cast<std::size_t>(driver.blocks_left()), is_feasible, initial, key, bounds);
   if (!report.winner) {
     if (static_cast<std::size_t>(driver.blocks_left()) == 0) return report;
     throw unsupported_error("gpuagg tuner: no feasible execution parameters for this query on this device");
@@ -181,12 +183,12 @@ tuning_report tuner<Params>::run(Driver& driver, Feasible&& feasible, std::span<
 template <tuner_params Params>
 template <checking_block_driver Driver>
 tuning_report tuner<Params>::run(Driver& driver, std::span<const execution_params> initial,
-                                 const std::optional<tuning_key>& key) const {
+                                 const std::optional<tuning_key>& key, search_bounds bounds) const {
   const Driver& checking = driver;
   const auto feasible = [&checking](const execution_params& candidate) {
     return static_cast<bool>(checking.feasible(candidate));
   };
-  return run(driver, feasible, initial, key);
+  return run(driver, feasible, initial, key, bounds);
 }
 
 }  // namespace gpuagg

@@ -1,0 +1,347 @@
+#pragma once
+// How many groups: the estimate that sizes the table when the caller gives no hint.
+//
+// Pure host code (no OpenCL): the driver gathers the evidence on the device or the host and
+// these functions decide. Three stages, each run only when the one before cannot decide, so the
+// cost follows the query's own cost (few groups: a fast query and a cheap estimate):
+//   1. the key sample's frequencies (16 Ki keys): when it has seen nearly every group (few keys
+//      seen once), Chao1's estimate from them;
+//   2. two HyperLogLog sketches of a large strided sample (every sampled row, and every fourth),
+//      fitted by the number of distinct keys a sample of n rows draws from G equally likely
+//      groups, G (1 - e^{-n/G}), after the sample's frequent keys are set aside; accepted when
+//      both sample sizes fit one G and the sample repeats keys (the fit then determines G);
+//   3. otherwise a sketch of every key (device input), or for host input, where a pass over
+//      every key would cost more than the transfer it precedes, the sample's power-law growth,
+//      bounded by the runs of equal neighbours the sample saw (sorted input).
+// Every stage's result is also bounded by the runs bound: a group has at least one run of
+// equal keys, so the groups are at most the runs, which the sampled rows' right neighbours
+// estimate. HyperLogLog: Flajolet et al. 2007; the estimator is Ertl's ("New cardinality
+// estimation algorithms for HyperLogLog sketches", 2017), unbiased over the whole range without
+// empirical bias tables.
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <ostream>
+#include <span>
+#include <string_view>
+#include <thread>
+#include <type_traits>
+#include <vector>
+
+#include "detail/fixed_string.hpp"
+
+namespace gpuagg {
+
+/// Where a query's planned group count came from.
+enum class estimate_source : std::uint8_t {
+  none,         ///< empty input
+  hint,         ///< options::expected_groups
+  domain,       ///< direct addressing: the key domain's size
+  sample,       ///< stage 1: the key sample's frequencies
+  sketch,       ///< stage 2: sketches of a strided sample
+  full_sketch,  ///< stage 3, device input: a sketch of every key
+  extrapolated  ///< stage 3, host input: the strided sample's growth, bounded by its runs
+};
+
+constexpr std::string_view to_string(estimate_source source) noexcept {
+  switch (source) {
+    case estimate_source::none: return "none";
+    case estimate_source::hint: return "hint";
+    case estimate_source::domain: return "domain";
+    case estimate_source::sample: return "sample";
+    case estimate_source::sketch: return "sketch";
+    case estimate_source::full_sketch: return "full_sketch";
+    case estimate_source::extrapolated: return "extrapolated";
+  }
+  return "?";
+}
+inline std::ostream& operator<<(std::ostream& os, estimate_source source) { return os << to_string(source); }
+
+namespace detail {
+
+// ---- HyperLogLog ---------------------------------------------------------------------------
+
+/// 2^14 registers: a relative standard error of 1.04 / 128 = 0.8%, and 64 KiB of 32-bit
+/// registers on the device (they stay in the L2 while every row updates one).
+inline constexpr unsigned sketch_precision = 14;
+inline constexpr std::size_t sketch_registers = std::size_t{1} << sketch_precision;
+/// The largest register value: the rank of a hash whose remaining 64 - p bits are all zero.
+inline constexpr unsigned sketch_max_rank = 64 - sketch_precision + 1;
+
+/// The sketch's hash of a key's bits: murmur3's 64-bit finalizer (a bijection with full
+/// avalanche) of the bits xor a constant, so that key 0 does not hash to 0.
+inline constexpr std::uint64_t sketch_salt = 0x9E3779B97F4A7C15ULL;
+inline constexpr std::uint64_t sketch_mul1 = 0xFF51AFD7ED558CCDULL;
+inline constexpr std::uint64_t sketch_mul2 = 0xC4CEB9FE1A85EC53ULL;
+
+constexpr std::uint64_t sketch_hash(std::uint64_t bits) noexcept {
+  std::uint64_t h = bits ^ sketch_salt;
+  h ^= h >> 33;
+  h *= sketch_mul1;
+  h ^= h >> 33;
+  h *= sketch_mul2;
+  h ^= h >> 33;
+  return h;
+}
+
+/// The register a hash updates (its top p bits) and the rank it offers (1 + the leading zeros
+/// of the remaining bits).
+struct sketch_update {
+  std::uint32_t index;
+  std::uint32_t rank;
+};
+constexpr sketch_update sketch_slot(std::uint64_t hash) noexcept {
+  const std::uint64_t rest = hash << sketch_precision;
+  const auto rank = rest == 0 ? sketch_max_rank : static_cast<std::uint32_t>(std::countl_zero(rest)) + 1;
+  return {static_cast<std::uint32_t>(hash >> (64 - sketch_precision)), rank};
+}
+
+/// The same hash and slot in OpenCL C, generated from the constants above so the device and
+/// the host sketch agree register for register (tests compare them).
+inline constexpr auto sketch_cl_source = concat(
+    fixed_string{"#define GPUAGG_SKETCH_P "}, to_fixed_string<sketch_precision>(),
+    fixed_string{"u\n#define GPUAGG_SKETCH_MAX_RANK "}, to_fixed_string<sketch_max_rank>(),
+    fixed_string{"u\ninline ulong gpuagg_sketch_hash(ulong h) {\n  h ^= "},
+    to_hex_fixed_string<sketch_salt, 16>(), fixed_string{"UL;\n  h ^= h >> 33;\n  h *= "},
+    to_hex_fixed_string<sketch_mul1, 16>(), fixed_string{"UL;\n  h ^= h >> 33;\n  h *= "},
+    to_hex_fixed_string<sketch_mul2, 16>(), fixed_string{"UL;\n  h ^= h >> 33;\n  return h;\n}\n"});
+
+/// Ertl's improved raw estimator over the register histogram (his Algorithm 6).
+inline double sketch_estimate(std::span<const std::uint32_t> registers) {
+  constexpr unsigned q = 64 - sketch_precision;
+  std::array<double, q + 2> histogram{};
+  for (const auto r : registers) ++histogram[std::min<std::uint32_t>(r, q + 1)];
+  const double m = static_cast<double>(registers.size());
+  if (histogram[0] == m) return 0.0;
+  const auto sigma = [](double x) {
+    if (x == 1.0) return std::numeric_limits<double>::infinity();
+    double y = 1.0;
+    double z = x;
+    double previous = 0.0;
+    do {
+      x *= x;
+      previous = z;
+      z += x * y;
+      y += y;
+    } while (previous != z);
+    return z;
+  };
+  const auto tau = [](double x) {
+    if (x == 0.0 || x == 1.0) return 0.0;
+    double y = 1.0;
+    double z = 1.0 - x;
+    double previous = 0.0;
+    do {
+      x = std::sqrt(x);
+      previous = z;
+      y *= 0.5;
+      z -= (1.0 - x) * (1.0 - x) * y;
+    } while (previous != z);
+    return z / 3.0;
+  };
+  double z = m * tau(1.0 - histogram[q + 1] / m);
+  for (unsigned k = q; k >= 1; --k) z = 0.5 * (z + histogram[k]);
+  z += m * sigma(histogram[0] / m);
+  constexpr double alpha_infinity = 0.721347520444481703680;  // 1 / (2 ln 2)
+  return alpha_infinity * m * m / z;
+}
+
+/// The evidence of stage 2 (or 3): two sketches' distinct counts and the runs the sampled rows
+/// showed. For a sketch of every key, sub_rows = 0.
+struct sketch_evidence {
+  std::uint64_t rows = 0;         ///< rows of the input
+  std::uint64_t sample_rows = 0;  ///< rows the first sketch saw
+  double sample_distinct = 0;     ///< its estimate
+  std::uint64_t sub_rows = 0;     ///< rows the second sketch saw (every fourth of the sample)
+  double sub_distinct = 0;        ///< its estimate
+  std::uint64_t neighbour_pairs = 0;  ///< sampled rows whose right neighbour was compared
+  std::uint64_t neighbour_equal = 0;  ///< ... and had the same key
+};
+
+/// What the key sample of stage 1 says about its frequent keys (detail::sample_profile).
+struct frequent_keys_summary {
+  std::uint64_t keys = 0;  ///< keys seen often in the sample (they skew every fit)
+  double share = 0;        ///< the share of the sample's rows they hold
+};
+
+/// Stage 1: from the sample's frequencies (n rows, d distinct, f1 keys seen once, f2 seen
+/// twice), Chao1's bias-corrected estimate d + f1 (f1 - 1) / (2 (f2 + 1)) when the sample has
+/// seen nearly every group: at most a fifth of its keys seen once (for equally likely groups,
+/// about 3 rows per group). Otherwise nothing: the sample cannot tell.
+inline std::optional<std::uint64_t> estimate_from_frequencies(std::uint64_t sample_rows, std::uint64_t distinct,
+                                                              std::uint64_t once, std::uint64_t twice,
+                                                              std::uint64_t rows) {
+  if (sample_rows == 0) return std::nullopt;
+  if (sample_rows >= rows) return distinct;
+  if (5 * once > distinct) return std::nullopt;
+  const double chao1 = double(distinct) + double(once) * double(once > 0 ? once - 1 : 0) / (2.0 * double(twice + 1));
+  return static_cast<std::uint64_t>(std::clamp(std::ceil(chao1), double(distinct), double(rows)));
+}
+
+/// The distinct keys a sample of `n` rows is expected to draw from `groups` equally likely ones.
+inline double expected_distinct(double groups, double n) {
+  if (groups <= 0) return 0;
+  return groups * -std::expm1(-n / groups);
+}
+
+/// The G for which a sample of n rows is expected to draw `distinct` keys (distinct < n), by
+/// bisection on log G; nothing when the sample shows no repetition to fit.
+inline std::optional<double> fit_groups(double distinct, double n) {
+  if (distinct <= 0) return 0.0;
+  if (distinct >= n * (1 - 1e-9)) return std::nullopt;
+  double lo = std::log(distinct);
+  double hi = std::log(distinct) + 60;  // e^60 groups: beyond any key width's repetition
+  if (expected_distinct(std::exp(hi), n) < distinct) return std::nullopt;
+  for (int i = 0; i < 200; ++i) {
+    const double mid = 0.5 * (lo + hi);
+    (expected_distinct(std::exp(mid), n) < distinct ? lo : hi) = mid;
+  }
+  return std::exp(0.5 * (lo + hi));
+}
+
+/// Above this share of distinct rows the sketches' 0.8% error leaves the equally-likely fit
+/// undetermined.
+inline constexpr double fit_max_distinct_share = 0.98;
+/// Stage 2 accepts a fit only below this share: nearer to no repetition at all, the two sample
+/// sizes fit nearly any distribution alike, so their agreement would prove nothing.
+inline constexpr double accept_max_distinct_share = 0.9;
+
+/// The runs bound: at most 1 + (rows - 1) * P(a row's right neighbour differs) groups.
+inline std::optional<double> runs_bound(const sketch_evidence& e) {
+  if (e.neighbour_pairs < 1024) return std::nullopt;  // too few pairs to bound anything
+  const double differ = double(e.neighbour_pairs - e.neighbour_equal) / double(e.neighbour_pairs);
+  // Three standard deviations of the sampled share, so a bound never cuts a true count.
+  const double slack = 3.0 * std::sqrt(std::max(differ * (1 - differ), 1e-9) / double(e.neighbour_pairs));
+  return 1.0 + double(e.rows - 1) * std::min(1.0, differ + slack);
+}
+
+/// A stage-2 or stage-3 decision.
+struct sketch_decision {
+  std::optional<std::uint64_t> groups;  ///< nothing: the sample cannot decide
+  double fitted_groups = 0;             ///< the equally-likely G of the fit (0: no fit)
+};
+
+/// Stage 2: the sketches of a strided sample, the sample's frequent keys set aside. Accepted
+/// when the sample repeats keys (at most accept_max_distinct_share of its rows distinct) and
+/// the smaller sample's count lies within 5% (and three Poisson deviations) of what the fit
+/// predicts for it; then the expected distinct keys of all rows, bounded by the runs bound.
+inline sketch_decision estimate_from_sketch(const sketch_evidence& e, const frequent_keys_summary& frequent) {
+  sketch_decision decision;
+  if (e.sample_rows == 0) return decision;
+  if (e.sample_rows >= e.rows) {
+    decision.groups = static_cast<std::uint64_t>(std::llround(std::max(e.sample_distinct, 1.0)));
+    return decision;
+  }
+  const double k = double(frequent.keys);
+  const double rest = std::clamp(1.0 - frequent.share, 0.0, 1.0);
+  const double n = double(e.sample_rows) * rest;
+  const double n_sub = double(e.sub_rows) * rest;
+  const double d = std::max(e.sample_distinct - k, 0.0);
+  const double d_sub = std::max(e.sub_distinct - k, 0.0);
+  if (d < 0.5 || n < 1) {  // the frequent keys are every group
+    decision.groups = static_cast<std::uint64_t>(std::llround(std::max(e.sample_distinct, 1.0)));
+    return decision;
+  }
+  if (d > accept_max_distinct_share * n || e.sub_rows == 0) return decision;
+  const auto g = fit_groups(d, n);
+  if (!g) return decision;
+  decision.fitted_groups = *g;
+  const double predicted = expected_distinct(*g, n_sub);
+  if (std::abs(d_sub - predicted) > 0.05 * predicted + 3.0 * std::sqrt(predicted) + 1.0) return decision;
+  double groups = k + expected_distinct(*g, double(e.rows) * rest);
+  if (const auto bound = runs_bound(e)) groups = std::min(groups, *bound);
+  groups = std::clamp(groups, std::max(e.sample_distinct, 1.0), double(e.rows));
+  decision.groups = static_cast<std::uint64_t>(std::llround(groups));
+  return decision;
+}
+
+/// Stage 3 for host input, where the fit failed: a pass over every key would cost more than the
+/// transfer it precedes, and a sample cannot bound the groups of skewed keys (Charikar et al.,
+/// "Towards estimation error guarantees for distinct values", 2000). Too few groups cost a
+/// table growth later, too many a table the input never fills, so this errs low: the
+/// equally-likely fit of the sample without its frequent keys where it shows repetition (skew
+/// makes it low), else (no repetition: many groups) the sample's growth between its two sizes
+/// as a power law D(n) ~ n^b, b in [0, 1]; bounded by the runs bound and the rows.
+inline std::uint64_t extrapolate_from_sketch(const sketch_evidence& e, const frequent_keys_summary& frequent) {
+  const double d_all = std::max(e.sample_distinct, 1.0);
+  if (e.sample_rows >= e.rows) return static_cast<std::uint64_t>(std::llround(d_all));
+  const double rest = std::clamp(1.0 - frequent.share, 0.0, 1.0);
+  const double n = double(e.sample_rows) * rest;
+  const double d = std::max(e.sample_distinct - double(frequent.keys), 0.0);
+  double groups = d_all;
+  const auto g = d < fit_max_distinct_share * n ? fit_groups(d, n) : std::nullopt;
+  if (g) {
+    groups = double(frequent.keys) + expected_distinct(*g, double(e.rows) * rest);
+  } else {
+    double growth = 1.0;
+    if (e.sub_rows > 0 && e.sub_distinct > 0) {
+      growth = std::clamp(std::log(d_all / e.sub_distinct) / std::log(double(e.sample_rows) / double(e.sub_rows)),
+                          0.0, 1.0);
+    }
+    groups = d_all * std::pow(double(e.rows) / double(e.sample_rows), growth);
+  }
+  if (const auto bound = runs_bound(e)) groups = std::min(groups, *bound);
+  groups = std::clamp(groups, d_all, double(e.rows));
+  return static_cast<std::uint64_t>(std::llround(groups));
+}
+
+// ---- the host's sketch (host input) ------------------------------------------------------------
+
+/// Sketches of rows first, first + stride, ... (n rows) of `keys` (a table word per key), with
+/// the sub-sketch of every fourth and the right-neighbour comparison, on up to `threads` host
+/// threads (each sketches a share; the registers merge by maximum). The device's kernel
+/// (kernels.inc: gpuagg_sketch) computes the same registers.
+struct host_sketch {
+  std::vector<std::uint32_t> registers = std::vector<std::uint32_t>(sketch_registers, 0);
+  std::vector<std::uint32_t> sub_registers = std::vector<std::uint32_t>(sketch_registers, 0);
+  std::uint64_t neighbour_pairs = 0;
+  std::uint64_t neighbour_equal = 0;
+};
+
+template <class Key>
+host_sketch sketch_host_keys(const Key* column, std::uint64_t rows, std::uint64_t stride, std::uint64_t n,
+                             unsigned threads) {
+  using bits_type = std::make_unsigned_t<Key>;
+  threads = std::max(1u, std::min<unsigned>(threads, static_cast<unsigned>((n + 65535) / 65536)));
+  std::vector<host_sketch> parts(threads);
+  const auto work = [&](unsigned t) {
+    host_sketch& part = parts[t];
+    const std::uint64_t chunk = (n + threads - 1) / threads;
+    for (std::uint64_t i = t * chunk; i < std::min(n, (t + 1) * chunk); ++i) {
+      const std::uint64_t row = i * stride;
+      const auto bits = static_cast<bits_type>(column[row]);
+      const auto slot = sketch_slot(sketch_hash(static_cast<std::uint64_t>(bits)));
+      part.registers[slot.index] = std::max(part.registers[slot.index], slot.rank);
+      if (i % 4 == 0) part.sub_registers[slot.index] = std::max(part.sub_registers[slot.index], slot.rank);
+      if (row + 1 < rows) {
+        ++part.neighbour_pairs;
+        part.neighbour_equal += static_cast<bits_type>(column[row + 1]) == bits ? 1 : 0;
+      }
+    }
+  };
+  if (threads == 1) {
+    work(0);
+  } else {
+    std::vector<std::jthread> pool;
+    for (unsigned t = 0; t < threads; ++t) pool.emplace_back(work, t);
+  }
+  host_sketch merged = std::move(parts[0]);
+  for (unsigned t = 1; t < threads; ++t) {
+    for (std::size_t r = 0; r < sketch_registers; ++r) {
+      merged.registers[r] = std::max(merged.registers[r], parts[t].registers[r]);
+      merged.sub_registers[r] = std::max(merged.sub_registers[r], parts[t].sub_registers[r]);
+    }
+    merged.neighbour_pairs += parts[t].neighbour_pairs;
+    merged.neighbour_equal += parts[t].neighbour_equal;
+  }
+  return merged;
+}
+
+}  // namespace detail
+}  // namespace gpuagg

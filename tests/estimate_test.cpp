@@ -1,0 +1,275 @@
+// The group estimate (estimate.hpp): the HyperLogLog sketch against exact counts, each stage's
+// decision on the four key distributions against the true distinct count, the device's sketch
+// register for register against the host's, and the estimate a query plans with.
+
+#include "support.hpp"
+
+#include <gpuagg/estimate.hpp>
+
+#include <unordered_set>
+
+using namespace gpuagg;
+using namespace gpuagg_test;
+
+namespace {
+
+/// Distinct keys, counted exactly.
+template <class Key>
+std::uint64_t exact_distinct(const std::vector<Key>& keys) {
+  return std::unordered_set<Key>(keys.begin(), keys.end()).size();
+}
+
+/// `rows` keys from `groups` dense values 0..groups-1 (keys in a run of one value are equal, as
+/// the benchmark's input): uniform, zipf (s = 1.1), 90% one heavy hitter, or uniform and sorted.
+std::vector<std::uint32_t> dense_keys(std::size_t rows, std::uint64_t groups, distribution d, std::mt19937_64& rng) {
+  std::vector<std::uint32_t> keys(rows);
+  const double top = std::pow(double(groups) + 1.0, 1.0 - 1.1) - 1.0;
+  for (auto& k : keys) {
+    const std::uint64_t r = rng();
+    if (d == distribution::zipf) {
+      const double u = double(r >> 11) * 0x1.0p-53;
+      const double rank = std::pow(u * top + 1.0, 1.0 / (1.0 - 1.1)) - 1.0;
+      k = static_cast<std::uint32_t>(std::min<std::uint64_t>(static_cast<std::uint64_t>(rank), groups - 1));
+    } else if (d == distribution::heavy_hitter && (r & 0xff) < 230) {
+      k = 0;
+    } else {
+      k = static_cast<std::uint32_t>((r >> 8) % groups);
+    }
+  }
+  if (d == distribution::sorted_runs) std::sort(keys.begin(), keys.end());
+  return keys;
+}
+
+/// The estimate the driver makes for device input of `keys`, with the host's sketch standing in
+/// for the device's (they agree register for register, tested below): stage 1 on a 16 Ki
+/// sample, stage 2 on a strided 1/32 of the rows, stage 3 a sketch of every key.
+struct staged_estimate {
+  std::uint64_t groups = 0;
+  estimate_source source = estimate_source::none;
+};
+staged_estimate estimate_like_the_driver(const std::vector<std::uint32_t>& keys, bool host_input) {
+  const std::uint64_t rows = keys.size();
+  const std::uint64_t n = std::min<std::uint64_t>(rows, 1u << 14);
+  std::vector<std::uint32_t> sample(n);
+  for (std::uint64_t i = 0; i < n; ++i) sample[i] = keys[i * (rows / n)];
+  const auto profile = detail::profile_sample(sample);
+  if (const auto g = detail::estimate_from_frequencies(profile.sample_size, profile.distinct, profile.once,
+                                                       profile.twice, rows)) {
+    return {*g, estimate_source::sample};
+  }
+  const std::uint64_t sampled = rows / (host_input ? 128 : 32);
+  const auto sketch = detail::sketch_host_keys(keys.data(), rows, rows / sampled, sampled, 2);
+  detail::sketch_evidence e{rows, sampled, detail::sketch_estimate(sketch.registers), (sampled + 3) / 4,
+                            detail::sketch_estimate(sketch.sub_registers), sketch.neighbour_pairs,
+                            sketch.neighbour_equal};
+  if (const auto d = detail::estimate_from_sketch(e, profile.frequent_summary()); d.groups) {
+    return {*d.groups, estimate_source::sketch};
+  }
+  if (host_input) return {detail::extrapolate_from_sketch(e, profile.frequent_summary()), estimate_source::extrapolated};
+  const auto full = detail::sketch_host_keys(keys.data(), rows, 1, rows, 2);
+  return {static_cast<std::uint64_t>(std::llround(detail::sketch_estimate(full.registers))),
+          estimate_source::full_sketch};
+}
+
+}  // namespace
+
+TEST_CASE("the sketch: within 3% of the exact distinct count from 0 to 2^22 keys, and 0 for nothing") {
+  const std::uint64_t seed = fresh_seed();
+  CAPTURE(seed);
+  std::mt19937_64 rng(seed);
+  CHECK(detail::sketch_estimate(std::vector<std::uint32_t>(detail::sketch_registers, 0)) == 0.0);
+  for (const std::uint64_t distinct : {1ull, 10ull, 1000ull, 30'000ull, 1ull << 18, 1ull << 22}) {
+    CAPTURE(distinct);
+    std::vector<std::uint64_t> keys(distinct);
+    const std::uint64_t base = rng();
+    for (std::uint64_t i = 0; i < distinct; ++i) keys[i] = base + i * 0x9E3779B97F4A7C15ULL;  // distinct
+    // Every key twice: repetition must not count.
+    keys.insert(keys.end(), keys.begin(), keys.end());
+    const auto sketch = detail::sketch_host_keys(keys.data(), keys.size(), 1, keys.size(), 2);
+    const double estimate = detail::sketch_estimate(sketch.registers);
+    // The relative standard error is 0.8% at 2^14 registers; small counts are near exact.
+    CHECK(std::abs(estimate - double(distinct)) <= 0.03 * double(distinct) + 0.5);
+  }
+}
+
+TEST_CASE("the sketch's hash: the OpenCL text carries the host's constants") {
+  const std::string cl(detail::sketch_cl_source.view());
+  CHECK(cl.find("0x9e3779b97f4a7c15UL") != std::string::npos);
+  CHECK(cl.find("0xff51afd7ed558ccdUL") != std::string::npos);
+  CHECK(cl.find("0xc4ceb9fe1a85ec53UL") != std::string::npos);
+  CHECK(cl.find("#define GPUAGG_SKETCH_P 14u") != std::string::npos);
+  // Key 0 must not hash to 0 (it would take the largest rank).
+  CHECK(detail::sketch_hash(0) != 0);
+}
+
+TEST_CASE("stage 1: Chao1 where the sample has seen nearly every group, nothing where it cannot tell") {
+  // Every key seen at least three times: the sample's distinct count.
+  CHECK(detail::estimate_from_frequencies(16384, 1000, 0, 0, 1u << 27) == 1000u);
+  // A fifth seen once: Chao1 adds f1 (f1 - 1) / (2 (f2 + 1)).
+  CHECK(detail::estimate_from_frequencies(16384, 1000, 200, 99, 1u << 27) == 1000u + 200u * 199u / 200u);
+  // More than a fifth seen once: no estimate.
+  CHECK_FALSE(detail::estimate_from_frequencies(16384, 1000, 201, 100, 1u << 27).has_value());
+  // The sample is the input: its distinct count, exactly.
+  CHECK(detail::estimate_from_frequencies(500, 400, 399, 1, 500) == 400u);
+  CHECK_FALSE(detail::estimate_from_frequencies(0, 0, 0, 0, 100).has_value());
+}
+
+TEST_CASE("stage 2: the equally-likely fit, accepted only when both sample sizes agree with it") {
+  detail::sketch_evidence e;
+  e.rows = 1u << 26;
+  e.sample_rows = 1u << 21;
+  e.sub_rows = 1u << 19;
+  // 2^18 equally likely groups: the counts the model predicts for both sizes.
+  const double groups = 1u << 18;
+  e.sample_distinct = detail::expected_distinct(groups, double(e.sample_rows));
+  e.sub_distinct = detail::expected_distinct(groups, double(e.sub_rows));
+  const auto fit = detail::estimate_from_sketch(e, {});
+  REQUIRE(fit.groups.has_value());
+  CHECK(double(*fit.groups) == doctest::Approx(groups).epsilon(0.01));
+  // The smaller sample sees as many keys as the larger one (a systematic sample of sorted runs):
+  // no equally-likely G fits both, so no estimate.
+  e.sub_distinct = e.sample_distinct;
+  CHECK_FALSE(detail::estimate_from_sketch(e, {}).groups.has_value());
+  // No repetition in the sample: nothing to fit.
+  e.sample_distinct = double(e.sample_rows);
+  e.sub_distinct = double(e.sub_rows);
+  CHECK_FALSE(detail::estimate_from_sketch(e, {}).groups.has_value());
+  // The runs bound caps a fit: the sample fits 2^22 equally likely groups (about 2^22 in all
+  // 2^26 rows), but one row in 32 differs from its right neighbour: at most ~2^21 runs.
+  e.sample_distinct = detail::expected_distinct(double(1u << 22), double(e.sample_rows));
+  e.sub_distinct = detail::expected_distinct(double(1u << 22), double(e.sub_rows));
+  const auto uncapped = detail::estimate_from_sketch(e, {});
+  REQUIRE(uncapped.groups.has_value());
+  CHECK(double(*uncapped.groups) == doctest::Approx(double(1u << 22)).epsilon(0.01));
+  e.neighbour_pairs = 1u << 20;
+  e.neighbour_equal = e.neighbour_pairs - e.neighbour_pairs / 32;
+  const auto capped = detail::estimate_from_sketch(e, {});
+  REQUIRE(capped.groups.has_value());
+  CHECK(double(*capped.groups) == doctest::Approx(double(1u << 21)).epsilon(0.03));
+  // Never below the sample's own distinct count.
+  e.neighbour_equal = e.neighbour_pairs - e.neighbour_pairs / 1024;
+  CHECK(double(*detail::estimate_from_sketch(e, {}).groups) >= e.sample_distinct - 1);
+}
+
+TEST_CASE("the staged estimate is within 2x of the true groups on uniform, zipf, heavy-hitter and sorted keys") {
+  // 2^21 rows at 2^0 .. 2^22 groups (beyond the rows: most keys then occur once), as the
+  // driver estimates device input: stage 1, 2 or a sketch of every key.
+  const std::uint64_t seed = fresh_seed();
+  CAPTURE(seed);
+  std::mt19937_64 rng(seed);
+  const std::size_t rows = std::size_t{1} << 21;
+  for (const auto d : {distribution::uniform, distribution::zipf, distribution::heavy_hitter,
+                       distribution::sorted_runs}) {
+    for (unsigned log2 = 0; log2 <= 22; log2 += 2) {
+      CAPTURE(name(d));
+      CAPTURE(log2);
+      const auto keys = dense_keys(rows, std::uint64_t{1} << log2, d, rng);
+      const double truth = double(exact_distinct(keys));
+      const auto estimate = estimate_like_the_driver(keys, false);
+      CAPTURE(to_string(estimate.source));
+      CAPTURE(estimate.groups);
+      CAPTURE(truth);
+      CHECK(double(estimate.groups) >= truth / 2);
+      CHECK(double(estimate.groups) <= truth * 2);
+      // Few groups are decided by the cheapest stage.
+      if (log2 <= 8) CHECK(estimate.source == estimate_source::sample);
+    }
+  }
+}
+
+TEST_CASE("the host input's extrapolation: uniform and sorted keys within 2x, never above the rows") {
+  const std::uint64_t seed = fresh_seed();
+  CAPTURE(seed);
+  std::mt19937_64 rng(seed);
+  const std::size_t rows = std::size_t{1} << 21;
+  for (const auto d : {distribution::uniform, distribution::sorted_runs, distribution::zipf,
+                       distribution::heavy_hitter}) {
+    for (unsigned log2 = 10; log2 <= 22; log2 += 4) {
+      CAPTURE(name(d));
+      CAPTURE(log2);
+      const auto keys = dense_keys(rows, std::uint64_t{1} << log2, d, rng);
+      const double truth = double(exact_distinct(keys));
+      const auto estimate = estimate_like_the_driver(keys, true);
+      CAPTURE(to_string(estimate.source));
+      CAPTURE(estimate.groups);
+      CHECK(estimate.groups <= rows);
+      CHECK(estimate.groups >= 1);
+      // Skewed keys may be far off on host input (growth corrects a low estimate); uniform and
+      // sorted ones are not.
+      if (d == distribution::uniform || d == distribution::sorted_runs) {
+        CHECK(double(estimate.groups) >= truth / 2);
+        CHECK(double(estimate.groups) <= truth * 2);
+      }
+    }
+  }
+}
+
+TEST_CASE_TEMPLATE("the device's sketch is the host's, register for register", Key, std::uint32_t, std::int64_t) {
+  // A query of 2^20 rows with no hint runs stage 2 on the device over every row (2^20 <= 2^22
+  // sketched rows); its estimate must equal the host sketch's of the same keys.
+  const std::uint64_t seed = fresh_seed();
+  CAPTURE(seed);
+  std::mt19937_64 rng(seed);
+  const std::size_t rows = std::size_t{1} << 20;
+  const auto dictionary = key_dictionary<Key>(40'000, rng);  // the extremes and the empty marker among them
+  const auto keys = draw_keys(dictionary, rows, distribution::uniform, rng);
+  const std::vector<std::int32_t> values(rows, 1);
+  cl::Buffer keys_dev = ctx().buffer(rows * sizeof(Key), "keys");
+  cl::Buffer values_dev = ctx().buffer(rows * sizeof(std::int32_t), "values");
+  REQUIRE(ctx().compute_queue().enqueueWriteBuffer(keys_dev, CL_TRUE, 0, rows * sizeof(Key), keys.data()) == CL_SUCCESS);
+  REQUIRE(ctx().compute_queue().enqueueWriteBuffer(values_dev, CL_TRUE, 0, rows * sizeof(std::int32_t), values.data()) ==
+          CL_SUCCESS);
+  auto [v] = columns<1>;
+  const auto r = group_by(device_column<Key>(keys_dev, rows), device_column<std::int32_t>(values_dev, rows),
+                          select(count()));
+  REQUIRE(r.size() == exact_distinct(keys));
+  const auto host = detail::sketch_host_keys(keys.data(), rows, 1, rows, 2);
+  CHECK(r.stats.estimate_source == estimate_source::sketch);
+  CHECK(r.stats.expected_groups ==
+        static_cast<std::uint64_t>(std::llround(std::max(detail::sketch_estimate(host.registers), 1.0))));
+  (void)v;
+}
+
+TEST_CASE("a query's planned groups: within 2x of the result's groups for each distribution and input kind") {
+  // 2^22 rows: host input sketches a strided 2^20 of them, device input every other row.
+  const std::uint64_t seed = fresh_seed();
+  CAPTURE(seed);
+  std::mt19937_64 rng(seed);
+  const std::size_t rows = std::size_t{1} << 22;
+  const std::vector<std::uint32_t> values(rows, 1);
+  cl::Buffer values_dev = ctx().buffer(rows * sizeof(std::uint32_t), "values");
+  REQUIRE(ctx().compute_queue().enqueueWriteBuffer(values_dev, CL_TRUE, 0, rows * sizeof(std::uint32_t),
+                                                   values.data()) == CL_SUCCESS);
+  cl::Buffer keys_dev = ctx().buffer(rows * sizeof(std::uint64_t), "keys");
+  auto [v] = columns<1>;
+  for (const auto d : {distribution::uniform, distribution::zipf, distribution::heavy_hitter,
+                       distribution::sorted_runs}) {
+    for (const std::size_t groups : {std::size_t{50}, std::size_t{20'000}, std::size_t{600'000}}) {
+      CAPTURE(name(d));
+      CAPTURE(groups);
+      const auto dictionary = key_dictionary<std::uint64_t>(groups, rng);
+      const auto keys = draw_keys(dictionary, rows, d, rng);
+      REQUIRE(ctx().compute_queue().enqueueWriteBuffer(keys_dev, CL_TRUE, 0, rows * sizeof(std::uint64_t),
+                                                       keys.data()) == CL_SUCCESS);
+      const auto on_device = group_by(device_column<std::uint64_t>(keys_dev, rows),
+                                      device_column<std::uint32_t>(values_dev, rows), select(sum(v)));
+      const auto on_host = group_by(keys, values, select(sum(v)));
+      const double truth = double(on_device.size());
+      REQUIRE(on_host.size() == on_device.size());
+      CAPTURE(on_device.stats.expected_groups);
+      CAPTURE(to_string(on_device.stats.estimate_source));
+      CHECK(double(on_device.stats.expected_groups) >= truth / 2);
+      CHECK(double(on_device.stats.expected_groups) <= truth * 2);
+      CHECK(on_device.stats.expected_groups_estimated);
+      // Every row counted once: the sums of ones add up to the rows.
+      std::uint64_t total = 0;
+      for (const auto s : on_host.column<0>()) total += s;
+      CHECK(total == rows);
+      if (d == distribution::uniform || d == distribution::sorted_runs) {
+        CAPTURE(on_host.stats.expected_groups);
+        CHECK(double(on_host.stats.expected_groups) >= truth / 2);
+        CHECK(double(on_host.stats.expected_groups) <= truth * 2);
+      }
+    }
+  }
+}

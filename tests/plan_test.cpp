@@ -1,0 +1,286 @@
+// The plan (plan.hpp) on described devices, without OpenCL: an H100, an AMD GPU, PoCL's CPU
+// device and an unknown GPU. Every decision a query depends on is asked here as a pure function.
+
+#include <doctest/doctest.h>
+
+#include <gpuagg/plan.hpp>
+
+#include <set>
+
+using namespace gpuagg;
+
+namespace {
+
+device_info h100() {
+  device_info d;
+  d.name = "NVIDIA H100 80GB HBM3";
+  d.vendor = "NVIDIA Corporation";
+  d.architecture = "sm_90";
+  d.compute_units = 132;
+  d.max_work_group_size = 1024;
+  d.local_mem_bytes = 48 << 10;
+  d.global_mem_bytes = std::uint64_t{80} << 30;
+  d.max_alloc_bytes = std::uint64_t{20} << 30;
+  d.global_cache_bytes = 50 << 20;
+  d.is_gpu = true;
+  d.int64_atomics = true;
+  return d;
+}
+
+device_info amd_mi250() {
+  device_info d;
+  d.name = "gfx90a:sramecc+:xnack-";
+  d.vendor = "Advanced Micro Devices, Inc.";
+  d.architecture = "gfx90a";
+  d.compute_units = 110;
+  d.max_work_group_size = 256;
+  d.local_mem_bytes = 64 << 10;
+  d.global_mem_bytes = std::uint64_t{64} << 30;
+  d.max_alloc_bytes = std::uint64_t{58} << 30;
+  d.global_cache_bytes = 8 << 20;
+  d.is_gpu = true;
+  d.int64_atomics = true;
+  return d;
+}
+
+device_info pocl_cpu() {
+  device_info d;
+  d.name = "pthread-skylake-avx512-AMD EPYC";
+  d.vendor = "AuthenticAMD";
+  d.architecture = "cpu";
+  d.compute_units = 2;
+  d.max_work_group_size = 4096;
+  d.local_mem_bytes = 4 << 20;
+  d.global_mem_bytes = std::uint64_t{16} << 30;
+  d.max_alloc_bytes = std::uint64_t{8} << 30;
+  d.global_cache_bytes = 1 << 20;
+  d.is_gpu = false;
+  d.int64_atomics = true;
+  return d;
+}
+
+device_info unknown_gpu() {
+  device_info d = h100();
+  d.name = "Some Future GPU";
+  d.vendor = "Someone";
+  d.architecture = "";
+  d.compute_units = 40;
+  return d;
+}
+
+/// uint32 keys, one sum (the recorded shape), 4-byte columns.
+query_shape recorded_shape() { return {}; }
+
+input_profile uniform_input(std::uint64_t groups, std::uint64_t rows = std::uint64_t{1} << 27, bool on_device = true) {
+  input_profile p;
+  p.rows = rows;
+  p.on_device = on_device;
+  p.expected_groups = groups;
+  p.source = estimate_source::sketch;
+  p.sampled = true;
+  p.hottest_key_share = 1.0 / double(std::max<std::uint64_t>(groups, 1));
+  p.sample_size = 16384;
+  return p;
+}
+
+/// Kernels that run up to `shared_limit` work items in SHARED's build and the device's limit else.
+query_planner::kernel_limit_fn limits(std::uint32_t shared_limit = 1024) {
+  return [shared_limit](const kernel_variant& v) {
+    return v.strategy == strategy_kind::shared ? shared_limit : std::uint32_t{1024};
+  };
+}
+
+query_planner plan(const device_info& d, const input_profile& p, options opts = {}, query_shape s = recorded_shape(),
+                   std::uint32_t shared_limit = 1024) {
+  return query_planner(d, s, p, opts, limits(shared_limit));
+}
+
+}  // namespace
+
+TEST_CASE("entries: device, then architecture, then vendor, else generic") {
+  CHECK(query_planner::entry_for(h100()).level == plan_level::device);
+  device_info h200 = h100();
+  h200.name = "NVIDIA H200";
+  CHECK(query_planner::entry_for(h200).level == plan_level::architecture);
+  device_info a100 = h100();
+  a100.name = "NVIDIA A100-SXM4-80GB";
+  a100.architecture = "sm_80";
+  CHECK(query_planner::entry_for(a100).level == plan_level::vendor);
+  CHECK(query_planner::entry_for(amd_mi250()).level == plan_level::generic);
+  CHECK(query_planner::entry_for(pocl_cpu()).level == plan_level::generic);
+  CHECK(query_planner::entry_for(unknown_gpu()).level == plan_level::generic);
+  CHECK(query_planner::entry_for(unknown_gpu()).regimes.data() != query_planner::entry_for(pocl_cpu()).regimes.data());
+}
+
+TEST_CASE("the H100: WORKGROUPLOCAL while the table fits local memory, then SHARED with many work groups") {
+  for (unsigned log2 = 0; log2 <= 28; log2 += 2) {
+    CAPTURE(log2);
+    const auto p = plan(h100(), uniform_input(std::uint64_t{1} << log2), {}, recorded_shape(), 256);
+    const auto start = p.default_params();
+    // 48 KiB hold 4096 buckets of 12 bytes: 2^10 groups at load 1/2 (2^11 buckets + 1), not 2^12.
+    CHECK(start.strategy == (log2 <= 10 ? strategy_kind::workgroup_local : strategy_kind::shared));
+    CHECK(p.feasible(start));
+    CHECK(start.config.work_group_size <= (start.strategy == strategy_kind::shared ? 256u : 1024u));
+    if (start.strategy == strategy_kind::shared && log2 >= 12 && log2 <= 24) {
+      // The paper's 1 x 512 leaves the GPU waiting on atomics here: the entry has many more.
+      CHECK(start.config.threads_per_cu() >= 4096);
+    }
+    // The table: a power of two at least twice the groups.
+    const auto capacity = p.initial_table_capacity();
+    CHECK(capacity >= 2 * (std::uint64_t{1} << log2));
+    CHECK(capacity <= std::max<std::uint64_t>(16, 4 * (std::uint64_t{1} << log2)));
+    CHECK((capacity & (capacity - 1)) == 0);
+    CHECK(p.interleaved(capacity) == (capacity > (std::uint64_t{1} << 23)));
+    // Measured for this very query shape: no tuning.
+    CHECK_FALSE(p.tuning().enabled);
+  }
+}
+
+TEST_CASE("a configuration the kernel cannot run keeps its threads per compute unit") {
+  // SHARED's kernel runs 128 work items here: the entry's 64 x 256 becomes 128 x 128.
+  const auto p = plan(h100(), uniform_input(1 << 20), {}, recorded_shape(), 128);
+  const auto start = p.default_params();
+  REQUIRE(start.strategy == strategy_kind::shared);
+  CHECK(start.config.work_group_size == 128);
+  const auto wide = plan(h100(), uniform_input(1 << 20), {}, recorded_shape(), 256).default_params();
+  CHECK(start.config.threads_per_cu() == wide.config.threads_per_cu());
+  // A requested configuration above the limit: the reason names the largest that runs.
+  const auto why = p.infeasibility({strategy_kind::shared, {1, 256}});
+  CHECK(why.find("exceeds the 128") != std::string::npos);
+}
+
+TEST_CASE("tuning: on where the model is not sure, from the plan's start, never INDEPENDENT on a GPU") {
+  // Another query shape on the H100 (8-byte keys, three accumulators): tune, from the plan's
+  // start, without scanning (the start was measured on this device).
+  query_shape wide;
+  wide.key_bytes = 8;
+  wide.bucket_bytes = 8 + 3 * 8;
+  wide.interleaved_bucket_bytes = 32;
+  wide.widest_column_bytes = 8;
+  const auto p = plan(h100(), uniform_input(1 << 20), {}, wide, 256);
+  const auto t = p.tuning();
+  CHECK(t.enabled);
+  REQUIRE_FALSE(t.starts.empty());
+  CHECK(t.starts.front() == p.default_params());
+  for (const auto& s : t.starts) CHECK(s.strategy != strategy_kind::independent);
+  CHECK_FALSE(t.scan);
+  // Slices of 16 MiB per widest column, the large blocks for the rest; a quarter kept back.
+  CHECK(t.block_rows == (std::size_t{16} << 20) / 8);
+  CHECK(p.block_rows() > t.block_rows);
+  const std::size_t slices = ((std::size_t{1} << 27) + t.block_rows - 1) / t.block_rows;
+  CHECK(t.block_budget == slices - slices / 4);
+  // An unknown GPU: tune, scanning, for the recorded shape too.
+  const auto u = plan(unknown_gpu(), uniform_input(1 << 20));
+  CHECK(u.tuning().enabled);
+  CHECK(u.tuning().scan);
+  // Too few blocks to learn from: no tuning; forced (tuned_group_by): tuning.
+  const auto small = plan(unknown_gpu(), uniform_input(1 << 10, 1 << 20));
+  CHECK_FALSE(small.tuning().enabled);
+  CHECK(small.tuning(true).enabled);
+  // The caller fixed the strategy or turned tuning off: no tuning.
+  options fixed;
+  fixed.strategy = strategy_kind::shared;
+  CHECK_FALSE(plan(unknown_gpu(), uniform_input(1 << 20), fixed).tuning().enabled);
+  options off;
+  off.autotune = false;
+  CHECK_FALSE(plan(unknown_gpu(), uniform_input(1 << 20), off).tuning().enabled);
+  // On a CPU, INDEPENDENT may start a search.
+  const auto cpu = plan(pocl_cpu(), uniform_input(1 << 4));
+  std::set<strategy_kind> strategies;
+  for (const auto& s : cpu.tuning().starts) strategies.insert(s.strategy);
+  CHECK(strategies.count(strategy_kind::independent) == 1);
+}
+
+TEST_CASE("an AMD GPU and an unknown GPU: the generic entry, safe configurations within their limits") {
+  for (const auto& device : {amd_mi250(), unknown_gpu()}) {
+    CAPTURE(device.name);
+    for (unsigned log2 : {0u, 8u, 16u, 24u}) {
+      CAPTURE(log2);
+      const auto p = plan(device, uniform_input(std::uint64_t{1} << log2), {}, recorded_shape(),
+                          std::min<std::uint32_t>(device.max_work_group_size, 256));
+      const auto start = p.default_params();
+      CHECK(p.feasible(start));
+      CHECK(start.config.work_group_size <= device.max_work_group_size);
+      // AMD's 64 KiB of local memory hold 2^11 groups' table; the H100's 48 KiB do not.
+      const bool fits = p.table_layout_bytes(p.initial_table_capacity(), 1) + 64 <= device.local_mem_bytes;
+      CHECK((start.strategy == strategy_kind::workgroup_local) == fits);
+      if (start.strategy == strategy_kind::shared) CHECK(start.config.threads_per_cu() >= 1024);
+    }
+  }
+}
+
+TEST_CASE("PoCL's CPU device: the generic CPU entry, host and device blocks") {
+  const auto p = plan(pocl_cpu(), uniform_input(1 << 20, 1 << 24, false));
+  CHECK(p.entry().level == plan_level::generic);
+  CHECK(p.block_rows() == (std::size_t{16} << 20) / 4);              // host input: 16 MiB blocks
+  CHECK(p.tuning_block_rows() == p.block_rows());
+  const auto d = plan(pocl_cpu(), uniform_input(1 << 20, 1 << 24, true));
+  CHECK(d.block_rows() >= p.block_rows());  // device input: large blocks
+  CHECK(p.feasible(p.default_params()));
+}
+
+TEST_CASE("the table: growth sized by the new groups, not the spilled rows; partitions by bytes on a GPU") {
+  const auto p = plan(h100(), uniform_input(1 << 10));
+  // 2^24 groups found, 2^26 rows spilled holding 2^24 new groups: room for 2^25 at load 1/2.
+  CHECK(p.grown_capacity(std::uint64_t{1} << 24, std::uint64_t{1} << 24, std::uint64_t{1} << 21) ==
+        std::uint64_t{1} << 26);
+  // At least twice the old table.
+  CHECK(p.grown_capacity(10, 0, 1 << 20) == std::uint64_t{1} << 21);
+  // Partitions: none within the L2, 8 for 40..128 MiB, 32 up to 3 GiB, none beyond.
+  CHECK(p.partitions(1 << 22, 1 << 20, false) == 1);          // 12 MiB
+  CHECK(p.partitions(1 << 22, 1 << 23, false) == 8);          // 96 MiB
+  CHECK(p.partitions(1 << 22, std::uint64_t{1} << 26, true) == 32);
+  CHECK(p.partitions(1 << 10, std::uint64_t{1} << 26, true) == 1);  // a small block: none
+  options three;
+  three.partitions = 4;
+  CHECK(plan(h100(), uniform_input(1 << 10), three).partitions(1 << 22, 1 << 20, false) == 4);
+  // Too many groups for 2^31 buckets: a typed error that says how many.
+  CHECK_THROWS_AS(p.table_capacity_for(std::uint64_t{1} << 31), out_of_memory_error);
+}
+
+TEST_CASE("skewed keys: a partial local table for one hot key, the hot-key table for several") {
+  // One key holds half the rows, 2^16 groups: SHARED with the key in the hot-key table; without
+  // that table, WORKGROUPLOCAL with a partial local table.
+  auto hot = uniform_input(1 << 16);
+  hot.hottest_key_share = 0.5;
+  hot.frequent_counts = {8192};
+  const auto one = plan(h100(), hot, {}, recorded_shape(), 256);
+  CHECK(one.default_params().strategy == strategy_kind::shared);
+  CHECK(one.hot_table(one.default_params()));
+  CHECK_FALSE(one.run_cache(one.default_params()));
+  options no_hot_table;
+  no_hot_table.hot_table = false;
+  const auto partial = plan(h100(), hot, no_hot_table, recorded_shape(), 256);
+  CHECK(partial.default_params().strategy == strategy_kind::workgroup_local);
+  CHECK_FALSE(partial.feasible(partial.default_params()));  // the local table holds only some groups
+  CHECK(partial.infeasibility(partial.default_params(), false).empty());
+  // 90% one key: the run cache's register.
+  hot.hottest_key_share = 0.9;
+  hot.frequent_counts = {14746};
+  const auto dominant = plan(h100(), hot, {}, recorded_shape(), 256);
+  CHECK(dominant.run_cache({strategy_kind::shared, {64, 256}}));
+  // Many frequent keys holding 40% of the sample (zipf): SHARED with the hot-key table.
+  auto zipf = uniform_input(1 << 16);
+  zipf.hottest_key_share = 0.05;
+  for (int i = 0; i < 200; ++i) zipf.frequent_counts.push_back(static_cast<std::uint32_t>(6553 / 200 + 10));
+  const auto many = plan(h100(), zipf, {}, recorded_shape(), 256);
+  CHECK(many.hot_keys().keys > 0);
+  CHECK(many.hot_keys().capacity >= 2 * many.hot_keys().keys);
+  CHECK(many.default_params().strategy == strategy_kind::shared);
+  CHECK(many.hot_table(many.default_params()));
+  // Direct addressing keeps no hot-key table.
+  query_shape dense;
+  dense.identity_scheme = true;
+  dense.domain_size = 1 << 16;
+  CHECK_FALSE(plan(h100(), zipf, {}, dense, 256).hot_table({strategy_kind::shared, {64, 256}}));
+}
+
+TEST_CASE("observed groups grow the local tables' plan: WORKGROUPLOCAL gives way to SHARED") {
+  auto p = plan(h100(), uniform_input(100), {}, recorded_shape(), 256);
+  CHECK(p.default_params().strategy == strategy_kind::workgroup_local);
+  p.observe_groups(100'000);
+  CHECK(p.planned_groups() == 100'000);
+  CHECK(p.default_params().strategy == strategy_kind::shared);
+  p.observe_groups(5);  // never shrinks
+  CHECK(p.planned_groups() == 100'000);
+}
