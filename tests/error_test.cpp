@@ -49,6 +49,34 @@ TEST_CASE("no device matches GPUAGG_DEVICE: no_device_error listing the devices"
   unsetenv("GPUAGG_DEVICE");
 }
 
+TEST_CASE("every bad device selector is no_device_error naming the devices there are") {
+  const auto devices = detail::all_devices();
+  REQUIRE_FALSE(devices.empty());
+  // An index beyond unsigned long (std::stoul's std::out_of_range must not escape), one beyond
+  // the devices, blank ones, signed numbers and names that match nothing.
+  for (const char* selector : {"99999999999999999999999", "18446744073709551616", "4294967296", "999", " ", "\t\n ",
+                               "-1", "-0", "+0", " -3 ", "no-such-device-anywhere"}) {
+    const std::string shown = selector;
+    CAPTURE(shown);
+    try {
+      (void)detail::choose_device(selector);
+      FAIL("no error");
+    } catch (const no_device_error& e) {
+      const std::string message = e.what();
+      for (std::size_t i = 0; i < devices.size(); ++i) {
+        CHECK(message.find(std::to_string(i) + ": " + detail::describe(devices[i])) != std::string::npos);
+      }
+    }
+  }
+  // Surrounding whitespace (a stray newline from a script) is no part of the selector.
+  CHECK(detail::choose_device(" 0\n")() == devices[0].second());
+  CHECK(detail::choose_device("0")() == devices[0].second());
+  // What the first query meets: the default context reads GPUAGG_DEVICE.
+  setenv("GPUAGG_DEVICE", "99999999999999999999999", 1);
+  CHECK_THROWS_AS(context(), no_device_error);
+  unsetenv("GPUAGG_DEVICE");
+}
+
 TEST_CASE("a kernel that fails to build: build_error with the log and the source line") {
   context fresh(ctx().cl_context(), ctx().device());
   const std::string broken = "__kernel void fine(__global int* x) { x[0] = 1; }\n"
