@@ -1,4 +1,5 @@
 // Bad input gets a clear, typed error and loses nothing.
+#include <bit>
 #include <cstdlib>
 #include <string>
 
@@ -199,6 +200,39 @@ TEST_CASE("direct_addressing: a domain whose bounds the key type cannot hold is 
   rejects(i64, {0, ~std::uint64_t{0}}, "[0, 18446744073709551615]");
   // Reversed bounds are no domain.
   rejects(i64, {100, -5}, "min <= max");
+}
+
+TEST_CASE("an explicit configuration the kernel cannot run: the message names the largest work-group size that runs") {
+  const std::vector<std::uint32_t> keys{3, 1, 3, 2, 1, 3};
+  const std::vector<std::uint32_t> vals{1, 2, 3, 4, 5, 6};
+  const std::vector<std::uint64_t> sums{7, 4, 10};  // keys 1, 2, 3
+  for (const auto strategy : all_strategies) {
+    CAPTURE(strategy);
+    options opts;
+    opts.strategy = strategy;
+    opts.config = launch_config{1, ctx().info().max_work_group_size * 2};
+    std::string message;
+    try {
+      group_by(keys, vals, sum_query, opts);
+      FAIL("no error");
+    } catch (const invalid_argument_error& e) {
+      message = e.what();
+    }
+    CAPTURE(message);
+    const auto at = message.find("exceeds the ");
+    REQUIRE(at != std::string::npos);
+    const std::uint32_t largest = std::stoul(message.substr(at + std::string_view("exceeds the ").size()));
+    CHECK(std::has_single_bit(largest));
+    CHECK(message.find(" that " + std::string(to_string(strategy)) + "'s kernel allows on " + ctx().info().name) !=
+          std::string::npos);
+    opts.config = launch_config{1, largest};
+    auto r = group_by(keys, vals, sum_query, opts);
+    sort_by_key(r);
+    CHECK(r.keys == std::vector<std::uint32_t>{1, 2, 3});
+    CHECK(r.column<0>() == sums);
+    opts.config = launch_config{1, largest * 2};
+    CHECK_THROWS_AS(group_by(keys, vals, sum_query, opts), invalid_argument_error);
+  }
 }
 
 TEST_CASE("unusable options and configurations are invalid_argument_error") {
