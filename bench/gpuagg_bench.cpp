@@ -423,8 +423,8 @@ class bench {
     m.setup_seconds = on_device.stats.setup_seconds;
     m.host = on_device.stats.host;
     m.peak_device_bytes = on_device.stats.peak_device_bytes;
-    m.verified = on_device.size == data_.expected_groups &&
-                 device_checksum<Key, sum_type>(ctx_, on_device.keys, on_device.template column<0>(), on_device.size) ==
+    m.verified = on_device.size() == data_.expected_groups &&
+                 device_checksum<Key, sum_type>(ctx_, on_device.keys, on_device.template column<0>(), on_device.size()) ==
                      data_.expected_checksum;
     all_verified_ = all_verified_ && m.verified;
     if (!m.verified) std::cerr << "  VERIFICATION FAILED: " << name << ' ' << params << '\n';
@@ -614,9 +614,9 @@ class bench {
           cached ? tuner<>(space, tuning_cache{s_.tuned_cache}).run(*driver, initial, detail::tuning_key_for(*driver))
                  : tuner<tuner_params{.use_cache = false}>(space).run(*driver, initial);
       auto on_device = driver->template finalize_on_device<sum_type>();
-      const bool verified = on_device.size == data_.expected_groups &&
+      const bool verified = on_device.size() == data_.expected_groups &&
                             device_checksum<Key, sum_type>(ctx_, on_device.keys, on_device.template column<0>(),
-                                                 on_device.size) == data_.expected_checksum;
+                                                 on_device.size()) == data_.expected_checksum;
       all_verified_ = all_verified_ && verified;
       if ((rep == 0 && !cached) || !report.winner) continue;  // rep 0 warms up
       // The winner's rate as the exhaustive search measured it (same run), and as the tuner did.

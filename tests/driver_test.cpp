@@ -148,18 +148,18 @@ TEST_CASE("the result can stay on the device") {
   const auto in = make_input(10'000, 123, distribution::uniform, rng);
   const auto expected = reference(in);
   const auto on_device = group_by_on_device(in.keys, in.vals, sum_count_min);
-  REQUIRE(on_device.size == expected.size());
+  REQUIRE(on_device.size() == expected.size());
   result<std::uint64_t, std::int64_t, std::uint64_t, std::int64_t> copied;
   auto& queue = ctx().compute_queue();
-  copied.keys.resize(on_device.size);
-  std::get<0>(copied.columns).resize(on_device.size);
-  std::get<1>(copied.columns).resize(on_device.size);
-  std::get<2>(copied.columns).resize(on_device.size);
-  queue.enqueueReadBuffer(on_device.keys, CL_TRUE, 0, on_device.size * 8, copied.keys.data());
-  queue.enqueueReadBuffer(on_device.column<0>(), CL_TRUE, 0, on_device.size * 8, std::get<0>(copied.columns).data());
-  queue.enqueueReadBuffer(on_device.column<1>(), CL_TRUE, 0, on_device.size * 8, std::get<1>(copied.columns).data());
-  queue.enqueueReadBuffer(on_device.column<2>(), CL_TRUE, 0, on_device.size * 8, std::get<2>(copied.columns).data());
-  copied.stats.groups = on_device.size;
+  copied.keys.resize(on_device.size());
+  std::get<0>(copied.columns).resize(on_device.size());
+  std::get<1>(copied.columns).resize(on_device.size());
+  std::get<2>(copied.columns).resize(on_device.size());
+  queue.enqueueReadBuffer(on_device.keys, CL_TRUE, 0, on_device.size() * 8, copied.keys.data());
+  queue.enqueueReadBuffer(on_device.column<0>(), CL_TRUE, 0, on_device.size() * 8, std::get<0>(copied.columns).data());
+  queue.enqueueReadBuffer(on_device.column<1>(), CL_TRUE, 0, on_device.size() * 8, std::get<1>(copied.columns).data());
+  queue.enqueueReadBuffer(on_device.column<2>(), CL_TRUE, 0, on_device.size() * 8, std::get<2>(copied.columns).data());
+  copied.stats.groups = on_device.size();
   check_equal(copied, expected);
 }
 
@@ -833,18 +833,18 @@ TEST_CASE("the host phases of a query are filled, add up to at most its wall tim
     CHECK(s.initialize_seconds > 0);
     CHECK(s.merge_seconds > 0);
     // The result's size comes from the counters of the last growth or completion.
-    REQUIRE(on_device.size == expected.size());
+    REQUIRE(on_device.size() == expected.size());
     result<std::uint64_t, std::int64_t, std::uint64_t, std::int64_t> copied;
     auto& queue = c.compute_queue();
-    copied.keys.resize(on_device.size);
-    queue.enqueueReadBuffer(on_device.keys, CL_TRUE, 0, on_device.size * 8, copied.keys.data());
+    copied.keys.resize(on_device.size());
+    queue.enqueueReadBuffer(on_device.keys, CL_TRUE, 0, on_device.size() * 8, copied.keys.data());
     [&]<std::size_t... I>(std::index_sequence<I...>) {
-      ((std::get<I>(copied.columns).resize(on_device.size),
-        queue.enqueueReadBuffer(on_device.column<I>(), CL_TRUE, 0, on_device.size * 8,
+      ((std::get<I>(copied.columns).resize(on_device.size()),
+        queue.enqueueReadBuffer(on_device.column<I>(), CL_TRUE, 0, on_device.size() * 8,
                                 std::get<I>(copied.columns).data())),
        ...);
     }(std::make_index_sequence<3>{});
-    copied.stats.groups = on_device.size;
+    copied.stats.groups = on_device.size();
     check_equal(copied, expected);
   }
 }

@@ -1,5 +1,7 @@
 // Bad input gets a clear, typed error and loses nothing.
+#include <bit>
 #include <cstdlib>
+#include <string>
 
 #include "support.hpp"
 
@@ -45,6 +47,34 @@ TEST_CASE("no device matches GPUAGG_DEVICE: no_device_error listing the devices"
   }
   setenv("GPUAGG_DEVICE", "0", 1);
   CHECK_NOTHROW(context());
+  unsetenv("GPUAGG_DEVICE");
+}
+
+TEST_CASE("every bad device selector is no_device_error naming the devices there are") {
+  const auto devices = detail::all_devices();
+  REQUIRE_FALSE(devices.empty());
+  // An index beyond unsigned long (std::stoul's std::out_of_range must not escape), one beyond
+  // the devices, blank ones, signed numbers and names that match nothing.
+  for (const char* selector : {"99999999999999999999999", "18446744073709551616", "4294967296", "999", " ", "\t\n ",
+                               "-1", "-0", "+0", " -3 ", "no-such-device-anywhere"}) {
+    const std::string shown = selector;
+    CAPTURE(shown);
+    try {
+      (void)detail::choose_device(selector);
+      FAIL("no error");
+    } catch (const no_device_error& e) {
+      const std::string message = e.what();
+      for (std::size_t i = 0; i < devices.size(); ++i) {
+        CHECK(message.find(std::to_string(i) + ": " + detail::describe(devices[i])) != std::string::npos);
+      }
+    }
+  }
+  // Surrounding whitespace (a stray newline from a script) is no part of the selector.
+  CHECK(detail::choose_device(" 0\n")() == devices[0].second());
+  CHECK(detail::choose_device("0")() == devices[0].second());
+  // What the first query meets: the default context reads GPUAGG_DEVICE.
+  setenv("GPUAGG_DEVICE", "99999999999999999999999", 1);
+  CHECK_THROWS_AS(context(), no_device_error);
   unsetenv("GPUAGG_DEVICE");
 }
 
@@ -98,6 +128,111 @@ TEST_CASE("direct_addressing: a key outside the domain is a typed error; a missi
   CHECK_THROWS_AS(group_by(keys, vals, select<direct_addressing>(sum(col<0>)), opts), key_out_of_domain_error);
   opts.domain = key_domain(std::int32_t{0}, std::int32_t{99});
   CHECK(group_by(keys, vals, select<direct_addressing>(sum(col<0>)), opts).size() == 4);
+}
+
+TEST_CASE_TEMPLATE("direct_addressing: options::domain = {min, max} of int literals works for every key type", Key,
+                   std::int32_t, std::uint32_t, std::int64_t, std::uint64_t) {
+  // The literals are ints whatever the key type; the domain takes the query's key type at the
+  // call. Signed keys: [-5, 100] with -1 (the empty marker's bits) and both ends; unsigned
+  // ones: [0, 100].
+  constexpr bool is_signed = std::is_signed_v<Key>;
+  const auto seed = fresh_seed();
+  CAPTURE(seed);
+  std::mt19937_64 rng(seed);
+  std::vector<Key> keys{static_cast<Key>(is_signed ? -5 : 0), Key{100}, static_cast<Key>(is_signed ? -1 : 1)};
+  for (int i = 0; i < 200; ++i) keys.push_back(static_cast<Key>(is_signed ? int(rng() % 106) - 5 : int(rng() % 101)));
+  const auto vals = random_values<std::int64_t>(keys.size(), rng);
+  const auto query = select<direct_addressing>(sum(col<0>), count());
+  using bound = bound_query<single_key<Key>, std::remove_cvref_t<decltype(query)>, std::int64_t>;
+  const auto expected = reference_group_by<bound>(std::span<const Key>(keys), std::span<const std::int64_t>(vals));
+  options opts;
+  if constexpr (is_signed) {
+    opts.domain = {-5, 100};
+  } else {
+    opts.domain = {0, 100};
+  }
+  check_equal(group_by(keys, vals, query, opts), expected);
+  // The top of the key type's range, in a wider or narrower integer type than the key's.
+  constexpr auto top = std::numeric_limits<Key>::max();
+  std::vector<Key> high{top, Key(top - 9), Key(top - 3), top};
+  const std::vector<std::int64_t> ones(high.size(), 1);
+  if constexpr (std::is_same_v<Key, std::uint64_t>) {
+    opts.domain = {static_cast<unsigned long long>(top - 9), top};
+  } else {
+    opts.domain = {static_cast<long long>(top) - 9, static_cast<unsigned long long>(top)};
+  }
+  const auto r = group_by(high, ones, select<direct_addressing>(count()), opts);
+  CHECK(r.size() == 3);
+}
+
+TEST_CASE("direct_addressing: a domain whose bounds the key type cannot hold is invalid_argument_error at the call") {
+  const auto count_query = select<direct_addressing>(count());
+  const auto rejects = [&]<class Key>(std::vector<Key> keys, key_domain domain, const char* bounds) {
+    const std::string shown = bounds;
+    CAPTURE(shown);
+    const std::vector<std::int32_t> vals(keys.size(), 1);
+    options opts;
+    opts.domain = domain;
+    try {
+      group_by(keys, vals, count_query, opts);
+      FAIL_CHECK("no error");
+    } catch (const key_out_of_domain_error& e) {
+      FAIL_CHECK("a key out of the domain instead of the domain itself: " << std::string(e.what()));
+    } catch (const invalid_argument_error& e) {
+      const std::string message = e.what();
+      CHECK(message.find(bounds) != std::string::npos);
+      const std::string key_name =
+          std::string(std::is_signed_v<Key> ? "int" : "uint") + (sizeof(Key) == 4 ? "32_t" : "64_t");
+      CHECK(message.find(key_name) != std::string::npos);
+    }
+  };
+  const std::vector<std::uint32_t> u32{0, 1, 2, 5};
+  const std::vector<std::int32_t> i32{0, 1, 2, 5};
+  const std::vector<std::uint64_t> u64{0, 1, 2, 5};
+  const std::vector<std::int64_t> i64{0, 1, 2, 5};
+  rejects(u32, {-1, 5}, "[-1, 5]");
+  rejects(u32, {0, std::uint64_t{1} << 32}, "[0, 4294967296]");
+  // Beyond the key type at both ends: wrapped to 32 bits, it would be [0, 5].
+  rejects(u32, {std::uint64_t{1} << 32, (std::uint64_t{1} << 32) + 5}, "[4294967296, 4294967301]");
+  rejects(i32, {std::int64_t{-1} << 31, std::int64_t{1} << 31}, "[-2147483648, 2147483648]");
+  rejects(i32, {-(std::int64_t{1} << 31) - 1, 5}, "[-2147483649, 5]");
+  rejects(u64, {-1, 5}, "[-1, 5]");
+  rejects(i64, {0, ~std::uint64_t{0}}, "[0, 18446744073709551615]");
+  // Reversed bounds are no domain.
+  rejects(i64, {100, -5}, "min <= max");
+}
+
+TEST_CASE("an explicit configuration the kernel cannot run: the message names the largest work-group size that runs") {
+  const std::vector<std::uint32_t> keys{3, 1, 3, 2, 1, 3};
+  const std::vector<std::uint32_t> vals{1, 2, 3, 4, 5, 6};
+  const std::vector<std::uint64_t> sums{7, 4, 10};  // keys 1, 2, 3
+  for (const auto strategy : all_strategies) {
+    CAPTURE(strategy);
+    options opts;
+    opts.strategy = strategy;
+    opts.config = launch_config{1, ctx().info().max_work_group_size * 2};
+    std::string message;
+    try {
+      group_by(keys, vals, sum_query, opts);
+      FAIL("no error");
+    } catch (const invalid_argument_error& e) {
+      message = e.what();
+    }
+    CAPTURE(message);
+    const auto at = message.find("exceeds the ");
+    REQUIRE(at != std::string::npos);
+    const std::uint32_t largest = std::stoul(message.substr(at + std::string_view("exceeds the ").size()));
+    CHECK(std::has_single_bit(largest));
+    CHECK(message.find(" that " + std::string(to_string(strategy)) + "'s kernel allows on " + ctx().info().name) !=
+          std::string::npos);
+    opts.config = launch_config{1, largest};
+    auto r = group_by(keys, vals, sum_query, opts);
+    sort_by_key(r);
+    CHECK(r.keys == std::vector<std::uint32_t>{1, 2, 3});
+    CHECK(r.column<0>() == sums);
+    opts.config = launch_config{1, largest * 2};
+    CHECK_THROWS_AS(group_by(keys, vals, sum_query, opts), invalid_argument_error);
+  }
 }
 
 TEST_CASE("unusable options and configurations are invalid_argument_error") {

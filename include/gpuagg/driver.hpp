@@ -308,7 +308,7 @@ class aggregation_driver {
     if (next_row_ < rows_) run_remaining();
     detail::phase_clock clock(stats_.host.finalize);
     const auto done = enqueue_finalize(out, true);
-    await_finalize(out.size, done, {});
+    await_finalize(out.size(), done, {});
     clock.stop();
     finish_stats();
     out.stats = stats_;
@@ -330,7 +330,7 @@ class aggregation_driver {
     // FINALIZE, and one wait covers both.
     device_result<typename key_policy::value_type, Outputs...> on_device;
     const auto done = enqueue_finalize(on_device, false);
-    const std::size_t n = on_device.size;
+    const std::size_t n = on_device.size();
     auto& queue = ctx_.compute_queue();
     std::vector<cl::Event> reads;
     out.keys.resize(n);
@@ -830,7 +830,7 @@ class aggregation_driver {
   finalize_events enqueue_finalize(device_result<typename key_policy::value_type, Outputs...>& out, bool owned) {
     const std::uint64_t groups = known_meta_[detail::meta_groups] + (known_meta_[detail::meta_special] ? 1 : 0);
     const std::size_t n = static_cast<std::size_t>(std::max<std::uint64_t>(groups, 1));
-    out.size = groups;
+    out.size_ = groups;
     const auto result_buffer = [&](std::uint64_t bytes, const char* what) {
       return owned ? allocate_owned(bytes, what) : allocate(bytes, what);
     };

@@ -98,6 +98,10 @@ template <class Query, column KeyColumn, class Values>
 auto make_driver(const KeyColumn& keys, const Values& values, Query, const options& opts = {}) {
   const auto& tuple = detail::as_value_tuple(values);
   using bound = typename detail::bound_for<KeyColumn, Query, std::remove_cvref_t<decltype(tuple)>>::type;
+  if constexpr (bound::scheme::is_identity) {
+    // The domain's bounds may be any integers; only here is the key type they must fit known.
+    if (opts.domain) opts.domain->check<typename bound::key::value_type>();
+  }
   context& ctx = opts.ctx ? *opts.ctx : default_context();
   return std::make_unique<aggregation_driver<bound>>(ctx, opts, detail::column_list(keys, tuple));
 }

@@ -1,11 +1,16 @@
 #pragma once
 // Per-query options of the hash aggregation operator.
 
+#include <concepts>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <optional>
+#include <string>
+#include <string_view>
 #include <type_traits>
 
+#include "error.hpp"
 #include "launch_config.hpp"
 #include "types.hpp"
 
@@ -13,20 +18,105 @@ namespace gpuagg {
 
 class context;
 
+namespace detail {
+
+/// Integer types a key domain's bounds may come in: any that a key type's values fit, so that
+/// `{-5, 100}` (ints) serves int64_t keys as well as int32_t ones.
+template <class T>
+concept domain_integer = std::integral<T> && !std::same_as<std::remove_cv_t<T>, bool> && sizeof(T) <= 8;
+
+/// One bound of a key domain with the value it was given: its bits sign-extended to 64, which
+/// truncate to the table's key word of every key type that holds the value, and its sign.
+struct domain_bound {
+  std::uint64_t bits = 0;
+  bool negative = false;
+
+  constexpr domain_bound() = default;
+  template <domain_integer T>
+  constexpr explicit domain_bound(T value)
+      : bits(std::is_signed_v<T> ? static_cast<std::uint64_t>(static_cast<std::int64_t>(value))
+                                 : static_cast<std::uint64_t>(value)),
+        negative(value < 0) {}
+
+  constexpr bool operator<(const domain_bound& other) const noexcept {
+    return negative != other.negative ? negative : bits < other.bits;
+  }
+  constexpr bool operator==(const domain_bound&) const noexcept = default;
+
+  template <key_type Key>
+  constexpr bool fits() const noexcept {
+    if (!negative) return bits <= static_cast<std::uint64_t>(std::numeric_limits<Key>::max());
+    if constexpr (std::is_signed_v<Key>) {
+      return static_cast<std::int64_t>(bits) >= std::numeric_limits<Key>::min();
+    } else {
+      return false;
+    }
+  }
+
+  std::string to_string() const {
+    return negative ? std::to_string(static_cast<std::int64_t>(bits)) : std::to_string(bits);
+  }
+};
+
+template <key_type Key>
+constexpr std::string_view key_type_name() noexcept {
+  if constexpr (std::is_same_v<Key, std::int32_t>) return "int32_t";
+  else if constexpr (std::is_same_v<Key, std::uint32_t>) return "uint32_t";
+  else if constexpr (std::is_same_v<Key, std::int64_t>) return "int64_t";
+  else return "uint64_t";
+}
+
+}  // namespace detail
+
 /// The dense key domain [min, max] of the identity ("perfect") scheme, direct_addressing.
+/// The bounds may be integers of any type (`opts.domain = {-5, 100}` for int64_t keys): they
+/// keep their values, and the query checks at the call that its key type holds both (check()).
 struct key_domain {
-  std::uint64_t min_bits = 0;  ///< the smallest key, as the table's key word
-  std::uint64_t size = 0;      ///< max - min + 1
+  std::uint64_t min_bits = 0;  ///< the smallest key, sign-extended to 64 bits (the driver's table takes its low bits)
+  std::uint64_t size = 0;      ///< max - min + 1 (0 when that exceeds 2^64 - 1)
+  bool valid = false;          ///< min <= max
 
   key_domain() = default;
-  template <key_type K>
-  key_domain(K min, K max) {
-    using bits = std::make_unsigned_t<K>;
-    min_bits = static_cast<bits>(min);
-    size = static_cast<std::uint64_t>(static_cast<bits>(static_cast<bits>(max) - static_cast<bits>(min))) + 1;
-    valid = max >= min;
+  template <detail::domain_integer Min, detail::domain_integer Max>
+  constexpr key_domain(Min min, Max max) : min_(min), max_(max) {
+    min_bits = min_.bits;
+    valid = !(max_ < min_);
+    // max - min + 1 in 64 bits; a negative min and a non-negative max whose bits are no smaller
+    // are 2^64 or more apart.
+    const std::uint64_t span = max_.bits - min_.bits;
+    const bool too_wide = (min_.negative && !max_.negative && max_.bits >= min_.bits) || span == ~std::uint64_t{0};
+    size = valid && !too_wide ? span + 1 : 0;
   }
-  bool valid = false;
+
+  /// Whether the domain is [min, max] with min <= max and both values of Key.
+  template <key_type Key>
+  constexpr bool fits() const noexcept {
+    return valid && min_.fits<Key>() && max_.fits<Key>();
+  }
+
+  /// Throws invalid_argument_error unless fits<Key>(): a domain beyond the key type would wrap
+  /// to other keys.
+  template <key_type Key>
+  void check() const {
+    const std::string keys = std::string(detail::key_type_name<Key>()) + " keys";
+    if (!valid) {
+      // Given bounds that are equal make a valid domain: equal ones here are a default key_domain.
+      throw invalid_argument_error("direct_addressing needs options::domain = {min, max} with min <= max" +
+                                   (min_ == max_ ? std::string() : ", not " + to_string()) + " (" + keys + ")");
+    }
+    if (!fits<Key>()) {
+      throw invalid_argument_error("options::domain " + to_string() + " does not fit the query's " + keys + ", [" +
+                                   std::to_string(std::numeric_limits<Key>::min()) + ", " +
+                                   std::to_string(std::numeric_limits<Key>::max()) + "]");
+    }
+  }
+
+  /// "[min, max]", the values as given.
+  std::string to_string() const { return "[" + min_.to_string() + ", " + max_.to_string() + "]"; }
+
+ private:
+  detail::domain_bound min_;
+  detail::domain_bound max_;
 };
 
 struct options {
@@ -87,7 +177,8 @@ struct options {
   /// hash tables of more than 2^23 buckets whose accumulators share one size
   /// (query_planner::interleaved).
   std::optional<bool> interleaved_table;
-  /// Required by direct_addressing: the key domain.
+  /// Required by direct_addressing: the key domain, `{min, max}` in integers of any type; the
+  /// query's key type must hold both (else invalid_argument_error).
   std::optional<key_domain> domain;
   /// The context (device) to run on; default: gpuagg::default_context().
   context* ctx = nullptr;

@@ -97,16 +97,25 @@ struct result {
   const auto& column() const noexcept { return std::get<I>(columns); }
 };
 
-/// Result left on the device: buffers of `size` elements.
+template <class Bound>
+class aggregation_driver;
+
+/// Result left on the device: buffers of size() elements.
 template <class Key, class... Outputs>
 struct device_result {
   cl::Buffer keys;
   std::tuple<decltype(sizeof(Outputs), cl::Buffer{})...> columns;
-  std::size_t size = 0;
   query_stats stats;
 
+  /// The groups, as result::size() (the buffers may be larger).
+  std::size_t size() const noexcept { return size_; }
   template <std::size_t I>
   const cl::Buffer& column() const noexcept { return std::get<I>(columns); }
+
+ private:
+  template <class Bound>
+  friend class aggregation_driver;  // FINALIZE sets the size
+  std::size_t size_ = 0;
 };
 
 }  // namespace gpuagg

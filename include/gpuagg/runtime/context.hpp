@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <cstdint>
 #include <cstdlib>
 #include <functional>
@@ -15,6 +16,7 @@
 #include <sstream>
 #include <string>
 #include <string_view>
+#include <system_error>
 #include <utility>
 #include <vector>
 
@@ -51,7 +53,10 @@ inline std::string describe(const std::pair<cl::Platform, cl::Device>& entry) {
 }
 
 /// Picks the device named by `selector` (an index into all devices of all platforms, or a
-/// case-insensitive substring of "platform / device"); empty: the first GPU, else the first.
+/// case-insensitive substring of "platform / device"; surrounding whitespace ignored); empty:
+/// the first GPU, else the first. A selector that names no device (an index out of range or
+/// beyond any integer, a sign, only whitespace, a name that matches none) is no_device_error
+/// listing the devices there are.
 inline cl::Device choose_device(std::string_view selector) {
   const auto devices = all_devices();
   if (devices.empty()) {
@@ -65,11 +70,23 @@ inline cl::Device choose_device(std::string_view selector) {
     }
     return devices.front().second;
   }
-  const std::string wanted(selector);
-  if (std::all_of(wanted.begin(), wanted.end(), [](unsigned char c) { return std::isdigit(c); })) {
-    const auto index = std::stoul(wanted);
-    if (index < devices.size()) return devices[index].second;
-    throw no_device_error("GPUAGG_DEVICE=" + wanted + " is no device index; devices:" + listing);
+  const auto is_space = [](unsigned char c) { return std::isspace(c) != 0; };
+  const auto is_digit = [](unsigned char c) { return std::isdigit(c) != 0; };
+  std::string_view trimmed = selector;
+  while (!trimmed.empty() && is_space(trimmed.front())) trimmed.remove_prefix(1);
+  while (!trimmed.empty() && is_space(trimmed.back())) trimmed.remove_suffix(1);
+  if (trimmed.empty()) throw no_device_error("GPUAGG_DEVICE is blank; devices:" + listing);
+  const std::string wanted(trimmed);
+  // A number, signed or not, is meant as an index.
+  const bool sign = wanted.front() == '-' || wanted.front() == '+';
+  const std::string_view digits = trimmed.substr(sign ? 1 : 0);
+  if (!digits.empty() && std::all_of(digits.begin(), digits.end(), is_digit)) {
+    // from_chars, not stoul: an index beyond std::size_t is a wrong index, not std::out_of_range.
+    std::size_t index = 0;
+    const auto parsed = std::from_chars(digits.data(), digits.data() + digits.size(), index);
+    if (!sign && parsed.ec == std::errc() && index < devices.size()) return devices[index].second;
+    throw no_device_error("GPUAGG_DEVICE=" + wanted + " is no device index (0 to " +
+                          std::to_string(devices.size() - 1) + "); devices:" + listing);
   }
   for (const auto& entry : devices) {
     if (lower(describe(entry)).find(lower(wanted)) != std::string::npos) return entry.second;
