@@ -1,0 +1,393 @@
+// groupby_bench: what a user calling the README's example gets.
+//
+//   SELECT g, sum(v) FROM R GROUP BY g
+//
+// over 2^rows (g, v) uint32 tuples, keys in [0, 2^k) drawn as peers.py and gpuagg_bench draw
+// them (uniform, zipf s = 1.1, 90% one heavy hitter, or uniform and sorted), values in [1, 100]
+// (never 0, so a lost or doubled row changes a sum). Systems, measured in one process:
+//   default  group_by / group_by_on_device exactly as the README shows them: no options at all
+//   oracle   the reference beside it: the true group count as the hint and the fastest fixed
+//            (strategy, configuration) of a sweep over both hash strategies' grids
+// Phases: `warm` queries follow an untimed one of the same shape; `cold` (--cold) is the
+// process's first query, timed alone, after which the program exits (the suite script runs it
+// in a fresh process, with empty and with warm on-disk caches).
+// Wall time is the host's clock around the call; kernel time the profiled kernels of the
+// query's stats. Every result is verified: its group count and the checksum of all its
+// (key, sum) pairs against the host's reference; the program exits non-zero if any result is
+// unverified or none was verified.
+
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <optional>
+#include <random>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gpuagg/groupby.hpp>
+
+#include "row_draw.hpp"
+#include "verify.hpp"
+
+namespace {
+
+using namespace gpuagg;
+using gpuagg_bench::pair_checksum;
+
+struct settings {
+  unsigned rows_log2 = 27;
+  std::string groups_log2 = "0:28:2";
+  std::string distribution = "uniform";
+  std::string input = "device";
+  std::string systems = "default,oracle";
+  unsigned reps = 5;
+  unsigned sweep_reps = 2;
+  std::string sweep = "full";
+  bool cold = false;
+  std::string phase = "cold";
+  std::string csv;
+  std::string sweep_csv;
+  std::uint64_t seed = 1;
+};
+
+std::vector<unsigned> parse_range(const std::string& text) {
+  std::vector<unsigned> out;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    unsigned a = 0, b = 0, step = 1;
+    const int n = std::sscanf(item.c_str(), "%u:%u:%u", &a, &b, &step);
+    if (n == 1) {
+      out.push_back(a);
+    } else {
+      for (unsigned k = a; k <= b; k += std::max(step, 1u)) out.push_back(k);
+    }
+  }
+  return out;
+}
+
+/// The input and its reference: the distinct keys and the checksum of every (key, sum).
+struct dataset {
+  std::size_t rows = 0;
+  std::vector<std::uint32_t> keys;
+  std::vector<std::uint32_t> vals;
+  std::uint64_t groups = 0;
+  std::uint64_t checksum = 0;
+  cl::Buffer keys_dev;
+  cl::Buffer vals_dev;
+  pinned_array<std::uint32_t> keys_pinned;
+  pinned_array<std::uint32_t> vals_pinned;
+};
+
+dataset make_dataset(context& ctx, const settings& s, unsigned groups_log2) {
+  dataset d;
+  d.rows = std::size_t{1} << s.rows_log2;
+  const std::uint64_t domain = std::uint64_t{1} << groups_log2;
+  d.keys.resize(d.rows);
+  d.vals.resize(d.rows);
+  // Rows in parallel chunks, each from its own seeded generator: the same input every run.
+  const gpuagg_bench::row_draw draw(domain, s.distribution);
+  const unsigned threads = std::clamp(std::thread::hardware_concurrency(), 1u, 16u);
+  {
+    std::vector<std::jthread> pool;
+    for (unsigned t = 0; t < threads; ++t) {
+      pool.emplace_back([&, t] {
+        std::mt19937_64 rng(s.seed * 0x9E3779B97F4A7C15ULL + groups_log2 * 131 + t);
+        const std::size_t begin = d.rows * t / threads;
+        const std::size_t end = d.rows * (t + 1) / threads;
+        for (std::size_t i = begin; i < end; ++i) {
+          const std::uint64_t r = rng();
+          d.keys[i] = static_cast<std::uint32_t>(draw.key(r));
+          d.vals[i] = static_cast<std::uint32_t>(1 + gpuagg_bench::row_draw::value(r));
+        }
+      });
+    }
+  }
+  std::vector<std::uint64_t> sums(domain, 0);
+  std::vector<std::uint32_t> counts(domain, 0);
+  for (std::size_t i = 0; i < d.rows; ++i) {
+    sums[d.keys[i]] += d.vals[i];
+    ++counts[d.keys[i]];
+  }
+  if (s.distribution == "sorted") {  // a counting sort: keys in order, each row's value kept with its key
+    std::vector<std::uint64_t> next(domain, 0);
+    std::uint64_t at = 0;
+    for (std::uint64_t k = 0; k < domain; ++k) {
+      next[k] = at;
+      at += counts[k];
+    }
+    std::vector<std::uint32_t> keys(d.rows), vals(d.rows);
+    for (std::size_t i = 0; i < d.rows; ++i) {
+      const auto to = next[d.keys[i]]++;
+      keys[to] = d.keys[i];
+      vals[to] = d.vals[i];
+    }
+    d.keys.swap(keys);
+    d.vals.swap(vals);
+  }
+  for (std::uint64_t k = 0; k < domain; ++k) {
+    if (counts[k] == 0) continue;
+    ++d.groups;
+    d.checksum += pair_checksum(k, sums[k]);
+  }
+  const std::size_t bytes = d.rows * sizeof(std::uint32_t);
+  if (s.input == "device") {
+    d.keys_dev = ctx.buffer(bytes, "benchmark keys", CL_MEM_READ_ONLY);
+    d.vals_dev = ctx.buffer(bytes, "benchmark values", CL_MEM_READ_ONLY);
+    ctx.compute_queue().enqueueWriteBuffer(d.keys_dev, CL_TRUE, 0, bytes, d.keys.data());
+    ctx.compute_queue().enqueueWriteBuffer(d.vals_dev, CL_TRUE, 0, bytes, d.vals.data());
+  } else if (s.input == "pinned") {
+    d.keys_pinned = pinned_array<std::uint32_t>(ctx, d.rows);
+    d.vals_pinned = pinned_array<std::uint32_t>(ctx, d.rows);
+    std::copy(d.keys.begin(), d.keys.end(), d.keys_pinned.data());
+    std::copy(d.vals.begin(), d.vals.end(), d.vals_pinned.data());
+  }
+  return d;
+}
+
+const auto the_query = select(sum(col<0>));
+
+/// One timed query and what its stats say.
+struct run {
+  double wall_seconds = 0;
+  double kernel_seconds = 0;
+  query_stats stats;
+  bool verified = false;
+  std::string why;
+};
+
+double kernel_seconds(const query_stats& s) {
+  return s.aggregate_seconds + s.partition_seconds + s.initialize_seconds + s.merge_seconds + s.finalize_seconds +
+         s.estimate_seconds;
+}
+
+/// The user's call on this input kind, timed and verified.
+run timed_query(context& ctx, const dataset& d, const settings& s, const options& opts) {
+  run r;
+  if (s.input == "device") {
+    const auto start = std::chrono::steady_clock::now();
+    const auto out = group_by_on_device(device_column<std::uint32_t>(d.keys_dev, d.rows),
+                                        device_column<std::uint32_t>(d.vals_dev, d.rows), the_query, opts);
+    r.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    r.stats = out.stats;
+    if (out.size() != d.groups) {
+      r.why = "groups " + std::to_string(out.size()) + " != " + std::to_string(d.groups);
+    } else if (gpuagg_bench::device_checksum<std::uint32_t, std::int64_t>(ctx, out.keys, out.column<0>(), out.size()) !=
+               d.checksum) {
+      r.why = "checksum";
+    }
+  } else {
+    const auto start = std::chrono::steady_clock::now();
+    const auto out = s.input == "pinned" ? group_by(d.keys_pinned, d.vals_pinned, the_query, opts)
+                                         : group_by(d.keys, d.vals, the_query, opts);
+    r.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    r.stats = out.stats;
+    std::uint64_t sum = 0;
+    for (std::size_t i = 0; i < out.size(); ++i) sum += pair_checksum(out.keys[i], std::uint64_t(out.column<0>()[i]));
+    if (out.size() != d.groups) {
+      r.why = "groups " + std::to_string(out.size()) + " != " + std::to_string(d.groups);
+    } else if (sum != d.checksum) {
+      r.why = "checksum";
+    }
+  }
+  r.kernel_seconds = kernel_seconds(r.stats);
+  r.verified = r.why.empty();
+  return r;
+}
+
+struct report {
+  std::ofstream csv;
+  std::size_t verified = 0;
+  std::size_t unverified = 0;
+
+  explicit report(const std::string& path) {
+    if (path.empty()) return;
+    const bool fresh = !std::ifstream(path).good();
+    csv.open(path, std::ios::app);
+    if (fresh) {
+      csv << "device,input,distribution,rows,groups_log2,groups,system,phase,rep,wall_ms,kernel_ms,wall_gtuples,"
+             "estimate,estimate_source,estimate_ratio,plan_level,strategy,work_groups_per_cu,work_group_size,blocks,"
+             "configs,table_capacity,growths,peak_device_bytes,programs_built,setup_ms,verified\n";
+    }
+  }
+
+  void add(const settings& s, const dataset& d, unsigned log2, const std::string& system, const std::string& phase,
+           unsigned rep, const run& r) {
+    (r.verified ? verified : unverified) += 1;
+    if (!r.verified) {
+      std::cerr << "groupby-bench: UNVERIFIED " << system << ' ' << phase << " 2^" << log2 << ": " << r.why << '\n';
+    }
+    if (!csv.is_open()) return;
+    const auto& st = r.stats;
+    const execution_params last = st.blocks.empty() ? execution_params{} : st.blocks.back().params;
+    std::vector<execution_params> configs;
+    for (const auto& b : st.blocks) {
+      if (std::find(configs.begin(), configs.end(), b.params) == configs.end()) configs.push_back(b.params);
+    }
+    csv << '"' << st.device << "\"," << s.input << ',' << s.distribution << ',' << d.rows << ',' << log2 << ','
+        << d.groups << ',' << system << ',' << phase << ',' << rep << ',' << std::setprecision(6)
+        << r.wall_seconds * 1e3 << ',' << r.kernel_seconds * 1e3 << ',' << double(d.rows) / r.wall_seconds * 1e-9
+        << ',' << st.expected_groups << ',' << to_string(st.estimate_source) << ','
+        << double(st.expected_groups) / double(std::max<std::uint64_t>(d.groups, 1)) << ','
+        << to_string(st.plan_level) << ',' << to_string(last.strategy) << ',' << last.config.work_groups_per_cu << ','
+        << last.config.work_group_size << ',' << st.blocks.size() << ',' << configs.size() << ','
+        << st.table_capacity << ',' << st.table_growths << ',' << st.peak_device_bytes << ',' << st.programs_built
+        << ',' << st.setup_seconds * 1e3 << ',' << (r.verified ? 1 : 0) << '\n';
+    csv.flush();
+  }
+};
+
+/// The configurations the oracle sweeps: "full", every power of two of work groups per compute
+/// unit and work-group size in the ranges where any query ran fastest on the GPUs measured;
+/// "quick", three (a test of the instrument, not a measurement); or a list such as
+/// "W:4x256,S:64x256" (W: WORKGROUPLOCAL, S: SHARED).
+std::vector<execution_params> sweep_grid(const std::string& which) {
+  std::vector<execution_params> grid;
+  if (which == "quick") {
+    return {{strategy_kind::workgroup_local, {4, 256}}, {strategy_kind::shared, {1, 256}},
+            {strategy_kind::shared, {16, 64}}};
+  }
+  if (which != "full") {
+    std::stringstream in(which);
+    std::string item;
+    while (std::getline(in, item, ',')) {
+      char kind = 0;
+      unsigned wg = 0, size = 0;
+      if (std::sscanf(item.c_str(), "%c:%ux%u", &kind, &wg, &size) != 3) {
+        throw std::invalid_argument("--sweep: " + item + " is not W:<groups>x<size> or S:<groups>x<size>");
+      }
+      grid.push_back({kind == 'W' ? strategy_kind::workgroup_local : strategy_kind::shared, {wg, size}});
+    }
+    return grid;
+  }
+  for (std::uint32_t wg = 1; wg <= 32; wg *= 2) {
+    for (std::uint32_t size = 64; size <= 1024; size *= 2) grid.push_back({strategy_kind::workgroup_local, {wg, size}});
+  }
+  for (std::uint32_t wg = 1; wg <= 1024; wg *= 2) {
+    for (std::uint32_t size = 8; size <= 256; size *= 2) grid.push_back({strategy_kind::shared, {wg, size}});
+  }
+  return grid;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"groupby_bench: the default group_by call against the oracle, verified"};
+  settings s;
+  app.add_option("--rows-log2", s.rows_log2, "log2 of the number of rows");
+  app.add_option("--groups-log2", s.groups_log2, "key domains as log2: 0:28:2 or 4,10,16");
+  app.add_option("--distribution", s.distribution, "uniform | zipf | heavy | sorted");
+  app.add_option("--input", s.input, "device | pinned | pageable");
+  app.add_option("--systems", s.systems, "default,oracle");
+  app.add_option("--reps", s.reps, "timed queries per system after one untimed");
+  app.add_option("--sweep-reps", s.sweep_reps, "timed queries per configuration of the oracle's sweep");
+  app.add_option("--sweep", s.sweep, "the oracle's configurations: full | quick | W:4x256,S:64x256,...");
+  app.add_flag("--cold", s.cold, "time only the process's first query (default system), then exit");
+  app.add_option("--phase", s.phase, "the cold query's label in the CSV (e.g. cold-empty, cold-disk)");
+  app.add_option("--csv", s.csv, "CSV of every measured query (appended)");
+  app.add_option("--sweep-csv", s.sweep_csv, "CSV of the oracle's sweep: every configuration's median (appended)");
+  app.add_option("--seed", s.seed, "input seed");
+  CLI11_PARSE(app, argc, argv);
+
+  context& ctx = default_context();
+  std::cerr << "groupby-bench: " << ctx.info().name << " (" << ctx.info().platform_name << ", driver "
+            << ctx.info().driver_version << "), " << s.input << " input, " << s.distribution << " keys\n";
+  report out(s.csv);
+  std::ofstream sweep;
+  if (!s.sweep_csv.empty()) {
+    const bool fresh = !std::ifstream(s.sweep_csv).good();
+    sweep.open(s.sweep_csv, std::ios::app);
+    if (fresh) sweep << "device,input,distribution,rows,groups_log2,groups,strategy,work_groups_per_cu,work_group_size,median_wall_ms,median_kernel_ms\n";
+  }
+  const bool want_default = s.systems.find("default") != std::string::npos;
+  const bool want_oracle = s.systems.find("oracle") != std::string::npos;
+  for (const unsigned log2 : parse_range(s.groups_log2)) {
+    const dataset d = make_dataset(ctx, s, log2);
+    if (s.cold) {
+      const run r = timed_query(ctx, d, s, {});
+      out.add(s, d, log2, "default", s.phase, 0, r);
+      std::cout << "2^" << log2 << " default " << s.phase << ": " << r.wall_seconds * 1e3 << " ms wall, "
+                << r.stats.programs_built << " programs built, " << r.stats.host.programs * 1e3
+                << " ms in program lookups\n";
+      break;  // a cold query is the process's first: one per process
+    }
+    std::vector<double> default_walls, oracle_walls;
+    if (want_default) {
+      (void)timed_query(ctx, d, s, {});  // untimed: the process has seen this shape once
+      for (unsigned rep = 0; rep < s.reps; ++rep) {
+        const run r = timed_query(ctx, d, s, {});
+        out.add(s, d, log2, "default", "warm", rep, r);
+        default_walls.push_back(r.wall_seconds);
+      }
+    }
+    if (want_oracle) {
+      // The sweep: every feasible configuration with the true group count as the hint.
+      options hinted;
+      hinted.expected_groups = d.groups;
+      auto probe = make_driver(device_column<std::uint32_t>(d.keys_dev() ? d.keys_dev : ctx.buffer(4, "probe"), 1),
+                               device_column<std::uint32_t>(d.vals_dev() ? d.vals_dev : ctx.buffer(4, "probe"), 1),
+                               the_query, hinted);
+      std::optional<execution_params> best;
+      double best_wall = 0;
+      for (const auto& params : sweep_grid(s.sweep)) {
+        if (!probe->feasible(params)) continue;
+        options fixed = hinted;
+        fixed.strategy = params.strategy;
+        fixed.config = params.config;
+        std::vector<double> walls, kernels;
+        bool ok = true;
+        (void)timed_query(ctx, d, s, fixed);
+        for (unsigned rep = 0; rep < s.sweep_reps; ++rep) {
+          const run r = timed_query(ctx, d, s, fixed);
+          ok &= r.verified;
+          if (!r.verified) out.add(s, d, log2, "oracle-sweep", "warm", rep, r);
+          walls.push_back(r.wall_seconds);
+          kernels.push_back(r.kernel_seconds);
+        }
+        if (sweep.is_open()) {
+          sweep << '"' << ctx.info().name << "\"," << s.input << ',' << s.distribution << ',' << d.rows << ',' << log2
+                << ',' << d.groups << ',' << to_string(params.strategy) << ',' << params.config.work_groups_per_cu
+                << ',' << params.config.work_group_size << ',' << median(walls) * 1e3 << ',' << median(kernels) * 1e3
+                << '\n';
+        }
+        if (ok && (!best || median(walls) < best_wall)) {
+          best = params;
+          best_wall = median(walls);
+        }
+      }
+      if (best) {
+        options fixed = hinted;
+        fixed.strategy = best->strategy;
+        fixed.config = best->config;
+        for (unsigned rep = 0; rep < s.reps; ++rep) {
+          const run r = timed_query(ctx, d, s, fixed);
+          out.add(s, d, log2, "oracle", "warm", rep, r);
+          oracle_walls.push_back(r.wall_seconds);
+        }
+      }
+    }
+    std::cout << "2^" << log2 << " (" << d.groups << " groups):";
+    if (!default_walls.empty()) {
+      std::cout << " default " << std::setprecision(4) << double(d.rows) / median(default_walls) * 1e-9 << " G/s";
+    }
+    if (!oracle_walls.empty()) {
+      std::cout << ", oracle " << double(d.rows) / median(oracle_walls) * 1e-9 << " G/s";
+      if (!default_walls.empty()) std::cout << ", default/oracle " << median(oracle_walls) / median(default_walls);
+    }
+    std::cout << std::endl;
+  }
+  std::cout << "groupby-bench: " << out.verified << " results verified, " << out.unverified << " unverified\n";
+  return out.unverified == 0 && out.verified > 0 ? 0 : 1;
+}
