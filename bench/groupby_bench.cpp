@@ -8,9 +8,10 @@
 //   default  group_by / group_by_on_device exactly as the README shows them: no options at all
 //   oracle   the reference beside it: the true group count as the hint and the fastest fixed
 //            (strategy, configuration) of a sweep over both hash strategies' grids
-// Phases: `warm` queries follow an untimed one of the same shape; `cold` (--cold) is the
-// process's first query, timed alone, after which the program exits (the suite script runs it
-// in a fresh process, with empty and with warm on-disk caches).
+// Phases: `first` is the first query of its shape in a process that ran other shapes before;
+// `warm` queries follow it; `cold` (--cold) is the process's first query, timed alone, after
+// which the program exits (the suite script runs it in a fresh process, with empty and with
+// warm on-disk caches).
 // Wall time is the host's clock around the call; kernel time the profiled kernels of the
 // query's stats. Every result is verified: its group count and the checksum of all its
 // (key, sum) pairs against the host's reference; the program exits non-zero if any result is
@@ -214,7 +215,9 @@ struct report {
     if (fresh) {
       csv << "device,input,distribution,rows,groups_log2,groups,system,phase,rep,wall_ms,kernel_ms,wall_gtuples,"
              "estimate,estimate_source,estimate_ratio,plan_level,strategy,work_groups_per_cu,work_group_size,blocks,"
-             "configs,table_capacity,growths,peak_device_bytes,programs_built,setup_ms,verified\n";
+             "configs,table_capacity,growths,peak_device_bytes,programs_built,setup_ms,estimate_kernel_ms,host_sample_ms,"
+             "host_profile_ms,host_estimate_ms,host_programs_ms,host_buffers_ms,host_enqueue_ms,host_wait_ms,"
+             "host_growth_ms,host_finalize_ms,verified\n";
     }
   }
 
@@ -239,7 +242,12 @@ struct report {
         << to_string(st.plan_level) << ',' << to_string(last.strategy) << ',' << last.config.work_groups_per_cu << ','
         << last.config.work_group_size << ',' << st.blocks.size() << ',' << configs.size() << ','
         << st.table_capacity << ',' << st.table_growths << ',' << st.peak_device_bytes << ',' << st.programs_built
-        << ',' << st.setup_seconds * 1e3 << ',' << (r.verified ? 1 : 0) << '\n';
+        << ',' << st.setup_seconds * 1e3 << ',' << st.estimate_seconds * 1e3;
+    for (const double phase : {st.host.sample, st.host.profile, st.host.estimate, st.host.programs, st.host.buffers,
+                               st.host.enqueue, st.host.wait, st.host.growth, st.host.finalize}) {
+      csv << ',' << phase * 1e3;
+    }
+    csv << ',' << (r.verified ? 1 : 0) << '\n';
     csv.flush();
   }
 };
@@ -325,7 +333,8 @@ int main(int argc, char** argv) {
     }
     std::vector<double> default_walls, oracle_walls;
     if (want_default) {
-      (void)timed_query(ctx, d, s, {});  // untimed: the process has seen this shape once
+      // The first query of this shape in the process (not its first query: that is --cold).
+      out.add(s, d, log2, "default", "first", 0, timed_query(ctx, d, s, {}));
       for (unsigned rep = 0; rep < s.reps; ++rep) {
         const run r = timed_query(ctx, d, s, {});
         out.add(s, d, log2, "default", "warm", rep, r);

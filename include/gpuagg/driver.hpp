@@ -16,6 +16,7 @@
 #include <deque>
 #include <map>
 #include <optional>
+#include <span>
 #include <thread>
 #include <sstream>
 #include <string>
@@ -95,6 +96,9 @@ struct sample_profile {
   std::uint64_t twice = 0;  ///< keys seen twice
   double hottest_key_share = 0;
   std::uint64_t hottest_key = 0;  ///< the key's bits
+  /// The share of sampled rows (frequent keys aside) whose right neighbour has the same key:
+  /// near 1 for sorted or clustered input, about 1/groups for shuffled input.
+  double runs_share = 0;
   /// The frequent keys (bits), most frequent first, and their counts in the sample: keys seen at
   /// least 8 times and at least 4 times as often as the average group (uniform keys have almost
   /// never any), at most max_frequent_keys. SHARED's hot-key table takes them (kernels.inc), and
@@ -113,8 +117,9 @@ struct sample_profile {
 };
 inline constexpr std::size_t max_frequent_keys = 4096;
 
+/// `neighbours[i]`: the key of sample row i's right neighbour in the input (empty: not known).
 template <class Bits>
-sample_profile profile_sample(const std::vector<Bits>& sample) {
+sample_profile profile_sample(std::span<const Bits> sample, std::span<const Bits> neighbours = {}) {
   if (sample.empty()) return {};
   // Frequencies in a flat open-addressing table (linear probing, at most half full): a
   // node-based map costs about a millisecond for 16 Ki distinct keys, a query's whole budget
@@ -172,7 +177,28 @@ sample_profile profile_sample(const std::vector<Bits>& sample) {
   } else {
     std::sort(profile.frequent.begin(), profile.frequent.end(), by_count);
   }
+  // Runs: how often a sampled row's right neighbour holds the same key, the frequent keys'
+  // rows aside (their neighbours are equal because they are frequent, not because the input
+  // is ordered).
+  if (neighbours.size() == sample.size()) {
+    std::vector<std::uint64_t> frequent_keys;
+    for (const auto& [key, count] : profile.frequent) frequent_keys.push_back(key);
+    std::sort(frequent_keys.begin(), frequent_keys.end());
+    std::size_t pairs = 0;
+    std::size_t equal = 0;
+    for (std::size_t i = 0; i < sample.size(); ++i) {
+      if (std::binary_search(frequent_keys.begin(), frequent_keys.end(), std::uint64_t(sample[i]))) continue;
+      ++pairs;
+      equal += sample[i] == neighbours[i] ? 1 : 0;
+    }
+    profile.runs_share = pairs > 0 ? double(equal) / double(pairs) : 0.0;
+  }
   return profile;
+}
+
+template <class Bits>
+sample_profile profile_sample(const std::vector<Bits>& sample) {
+  return profile_sample(std::span<const Bits>(sample));
 }
 
 // Indices into the meta words (kernels.inc: META_*).
@@ -444,15 +470,18 @@ class aggregation_driver {
 
   void setup() {
     // The key sample (16 Ki, strided): the group estimate's first stage, the skew the default
-    // strategy follows, the hot-key table's keys; skipped when none of these is needed.
+    // strategy, the run cache and the hot-key table follow, the runs the configuration follows;
+    // skipped only when the caller fixed every one of these.
     const bool estimate = !identity_scheme && !opts_.expected_groups;
     detail::sample_profile profile;
-    if (estimate || !opts_.strategy || opts_.hot_table.value_or(false)) {
+    if (estimate || !opts_.strategy || !opts_.config || !opts_.run_cache || opts_.hot_table.value_or(true)) {
       detail::phase_clock sampling(stats_.host.sample);
       const auto sample = sample_keys();
       sampling.stop();
       const detail::phase_clock counting(stats_.host.profile);
-      profile = detail::profile_sample(sample);
+      const std::size_t n = sample.size() / 2;
+      profile = detail::profile_sample(std::span<const bits_type>(sample.data(), n),
+                                       std::span<const bits_type>(sample.data() + n, n));
     }
     hot_key_ = static_cast<bits_type>(profile.hottest_key);
     group_estimate groups;
@@ -473,8 +502,12 @@ class aggregation_driver {
     for (std::size_t i = 0; i < planner_->hot_keys().keys; ++i) {
       hot_keys_.push_back(static_cast<bits_type>(profile.frequent[i].first));
     }
-    // The first program built also provides INITIALIZE, MERGE and FINALIZE.
+    // The programs whose kernel limits the plan's choice reads build side by side. The first
+    // program also provides INITIALIZE, MERGE and FINALIZE.
     detail::phase_clock programs(stats_.host.programs);
+    std::vector<context::program_request> needed;
+    for (const auto strategy : planner_->strategies_to_build()) needed.push_back(program_request({strategy}));
+    ctx_.prefetch(needed);
     home_program_ = program({planner_->default_params().strategy});
     programs.stop();
     const detail::phase_clock buffers(stats_.host.buffers);
@@ -506,6 +539,7 @@ class aggregation_driver {
     profile.source = groups.source;
     profile.sampled = sample.sample_size > 0;
     profile.hottest_key_share = sample.hottest_key_share;
+    profile.runs_share = sample.runs_share;
     profile.sample_size = sample.sample_size;
     for (const auto& [key, count] : sample.frequent) profile.frequent_counts.push_back(count);
     planner_.emplace(ctx_.info(), shape_, std::move(profile), opts_,
@@ -620,6 +654,19 @@ class aggregation_driver {
     }
   }
 
+  /// What the context builds for a variant (program()).
+  context::program_request program_request(const kernel_variant& variant) const {
+    std::string build_options;
+    const auto add = [&](const char* define) {
+      build_options += build_options.empty() ? define : std::string(" ") + define;
+    };
+    if (variant.run_cache) add("-DGPUAGG_RUN_CACHE");
+    if (variant.hot_table) add("-DGPUAGG_HOT_TABLE");
+    if (variant.cold_queue) add("-DGPUAGG_COLD_QUEUE");
+    if (interleaved_) add("-DGPUAGG_INTERLEAVED");
+    return {program_source_for<Bound>(variant.strategy), build_options};
+  }
+
   /// A variant's program: built with -DGPUAGG_RUN_CACHE, -DGPUAGG_HOT_TABLE or
   /// -DGPUAGG_COLD_QUEUE (kernels.inc) where the variant has them, other programs of the same
   /// source that the context caches separately. An interleaved table adds -DGPUAGG_INTERLEAVED
@@ -627,15 +674,8 @@ class aggregation_driver {
   cl::Program program(const kernel_variant& variant) const {
     auto& slot = programs_[variant.index()];
     if (!slot()) {
-      std::string build_options;
-      const auto add = [&](const char* define) {
-        build_options += build_options.empty() ? define : std::string(" ") + define;
-      };
-      if (variant.run_cache) add("-DGPUAGG_RUN_CACHE");
-      if (variant.hot_table) add("-DGPUAGG_HOT_TABLE");
-      if (variant.cold_queue) add("-DGPUAGG_COLD_QUEUE");
-      if (interleaved_) add("-DGPUAGG_INTERLEAVED");
-      slot = ctx_.program(program_source_for<Bound>(variant.strategy), build_options);
+      const auto request = program_request(variant);
+      slot = ctx_.program(request.source, request.options);
     }
     return slot;
   }
@@ -761,36 +801,43 @@ class aggregation_driver {
     }
   }
 
+  /// The key sample: 16 Ki keys, strided over the input, then each one's right neighbour.
   std::vector<bits_type> sample_keys() {
     const auto& key = columns_.front();
     const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(rows_, 1u << 14));
-    std::vector<bits_type> sample(n);
+    std::vector<bits_type> sample(2 * n);
     if (n == 0) return sample;
     const std::uint64_t stride = rows_ / n;
     if (!on_device_) {
       const auto* keys = static_cast<const typename key_policy::value_type*>(key.host);
-      for (std::size_t i = 0; i < n; ++i) sample[i] = key_policy::to_bits(keys[i * stride]);
+      for (std::size_t i = 0; i < n; ++i) {
+        const std::uint64_t row = i * stride;
+        sample[i] = key_policy::to_bits(keys[row]);
+        sample[n + i] = key_policy::to_bits(keys[row + 1 < rows_ ? row + 1 : row]);
+      }
       return sample;
     }
     // A gather kernel, then one read: a strided rectangle read of single elements is slow on
     // some drivers (one small copy per element).
-    cl::Kernel gather = ctx_.kernel(ctx_.program(sample_program_source<key_policy>.view()), "gpuagg_sample");
-    cl::Buffer out = allocate(n * sizeof(bits_type), "the key sample");
+    cl::Kernel gather = ctx_.kernel(estimate_program(), "gpuagg_sample");
+    const std::size_t bytes = sample.size() * sizeof(bits_type);
+    cl::Buffer out = allocate(bytes, "the key sample");
     cl_uint arg = 0;
     set_arg(gather, arg, key.device);
     set_arg(gather, arg, cl_ulong(key.offset));
     set_arg(gather, arg, cl_ulong(stride));
     set_arg(gather, arg, cl_uint(n));
+    set_arg(gather, arg, cl_ulong(key.offset + rows_));
     set_arg(gather, arg, out);
-    const std::size_t local = std::min<std::size_t>(256, kernel_work_group_limit(gather));
+    const std::size_t local = std::min<std::size_t>(256, power_of_two_below(kernel_work_group_limit(gather)));
     launch(gather, cover(n, local), local, "sampling the key column", nullptr);
     // Read into pinned memory (a direct copy; a read into pageable memory may be staged).
-    auto [pinned, size_class] = ctx_.pooled_pinned(n * sizeof(bits_type), "the key sample's host copy");
-    const cl_int read = ctx_.compute_queue().enqueueReadBuffer(out, CL_TRUE, 0, n * sizeof(bits_type), pinned.mapped);
-    if (read == CL_SUCCESS) std::memcpy(sample.data(), pinned.mapped, n * sizeof(bits_type));
+    auto [pinned, size_class] = ctx_.pooled_pinned(bytes, "the key sample's host copy");
+    const cl_int read = ctx_.compute_queue().enqueueReadBuffer(out, CL_TRUE, 0, bytes, pinned.mapped);
+    if (read == CL_SUCCESS) std::memcpy(sample.data(), pinned.mapped, bytes);
     ctx_.recycle_pinned(size_class, pinned);
     detail::check(read, "reading the key sample");
-    release(n * sizeof(bits_type));
+    release(bytes);
     recycle(out);
     return sample;
   }

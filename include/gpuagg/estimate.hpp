@@ -65,6 +65,9 @@ inline std::ostream& operator<<(std::ostream& os, estimate_source source) { retu
 
 namespace detail {
 
+/// The relative error a plan allows an estimate: 2.5 standard errors of the sketch (0.8%).
+inline constexpr double estimate_tolerance = 0.02;
+
 // ---- HyperLogLog ---------------------------------------------------------------------------
 
 /// 2^14 registers: a relative standard error of 1.04 / 128 = 0.8%, and 64 KiB of 32-bit

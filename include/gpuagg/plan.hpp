@@ -64,6 +64,7 @@ struct input_profile {
   estimate_source source = estimate_source::none;
   bool sampled = false;               ///< the key sample was taken (skew is known)
   double hottest_key_share = 0;       ///< the sample's most frequent key's share of it
+  double runs_share = 0;              ///< the sample's rows whose right neighbour has their key
   /// The sample's frequent keys' counts, most frequent first (detail::sample_profile), and the
   /// sample's size: they decide the hot-key table.
   std::vector<std::uint32_t> frequent_counts;
@@ -148,7 +149,19 @@ class query_planner {
 
   /// The first table: the domain (direct addressing), else sized for the planned groups.
   std::uint64_t initial_table_capacity() const {
-    return shape_.identity_scheme ? shape_.domain_size : table_capacity_for(planned_groups_);
+    return shape_.identity_scheme ? shape_.domain_size : table_capacity_for(sizing_groups());
+  }
+
+  /// The groups tables are sized for: the planned groups, except that an estimate within its
+  /// error (estimate_tolerance) above a power-of-two table size rounds down to it: a table sized
+  /// for 1031 groups when 1024 are there is twice as large, and a local table no longer fits.
+  std::uint64_t sizing_groups() const {
+    const bool estimated = profile_.source == estimate_source::sample || profile_.source == estimate_source::sketch ||
+                           profile_.source == estimate_source::full_sketch ||
+                           profile_.source == estimate_source::extrapolated;
+    if (!estimated || planned_groups_ != profile_.expected_groups) return planned_groups_;
+    return std::max<std::uint64_t>(
+        1, static_cast<std::uint64_t>(std::ceil(double(planned_groups_) / (1.0 + detail::estimate_tolerance))));
   }
 
   /// The table after a growth: room for the groups it holds and the new groups the spill area
@@ -243,7 +256,7 @@ class query_planner {
   /// The entry's regime for the current table: the first whose bound holds the table's bytes as
   /// the recorded query's group count (plan_regime::max_table_log2).
   const plan_regime& regime() const {
-    const double buckets = shape_.identity_scheme ? double(shape_.domain_size) : double(capacity_for(planned_groups_));
+    const double buckets = shape_.identity_scheme ? double(shape_.domain_size) : double(capacity_for(sizing_groups()));
     const double equivalent = buckets * shape_.bucket_bytes / (2.0 * recorded_bucket_bytes);  // the recorded query's groups
     const int log2 = equivalent <= 1 ? 0 : static_cast<int>(std::ceil(std::log2(equivalent) - 1e-9));
     for (const auto& r : entry_.regimes) {
@@ -252,11 +265,15 @@ class query_planner {
     return entry_.regimes.back();
   }
 
-  /// The configuration the plan starts a strategy with: the entry's for the regime
-  /// (INDEPENDENT: the paper's initial configuration, section 4.1), halved until the kernel runs it.
+  /// The configuration the plan starts a strategy with: the entry's for the regime, its runs
+  /// configuration where the sample shows runs of equal keys (runs_share; neighbouring work
+  /// items then update one bucket, and fewer of them contend), INDEPENDENT the paper's initial
+  /// configuration (section 4.1); its work groups halved until the kernel runs them.
   launch_config initial_config(strategy_kind strategy) const {
-    launch_config config = strategy == strategy_kind::workgroup_local ? regime().workgroup_local
-                           : strategy == strategy_kind::shared        ? regime().shared
+    const plan_regime& r = regime();
+    const bool runs = profile_.runs_share >= runs_min_share;
+    launch_config config = strategy == strategy_kind::workgroup_local ? (runs ? r.workgroup_local_runs : r.workgroup_local)
+                           : strategy == strategy_kind::shared        ? (runs ? r.shared_runs : r.shared)
                                                                       : paper_initial_config(strategy);
     const auto limit = max_work_group_size(strategy);
     while (config.work_group_size > limit && config.work_group_size > 1) {
@@ -275,20 +292,40 @@ class query_planner {
   /// - several frequent keys (the hot-key table, hot_table): SHARED with that table;
   /// - direct addressing with a dominant key: SHARED with the run cache's register, also in place
   ///   of a local table of more than a quarter of local memory.
+  /// Each strategy's kernel limit is read (its program built) only where the rule gets to it.
   execution_params default_params() const {
-    const execution_params local{strategy_kind::workgroup_local, initial_config(strategy_kind::workgroup_local)};
-    const execution_params shared{strategy_kind::shared, initial_config(strategy_kind::shared)};
     const double hot = profile_.hottest_key_share;
     const bool dominant = hot >= dominant_key_share && hot < single_key_share;
-    if (feasible(local)) {
+    const auto shared = [&] { return execution_params{strategy_kind::shared, initial_config(strategy_kind::shared)}; };
+    const auto local = [&] {
+      return execution_params{strategy_kind::workgroup_local, initial_config(strategy_kind::workgroup_local)};
+    };
+    if (local_table_fits() && feasible(local())) {
       const bool large = table_layout_bytes(local_capacity(), 1) > device_.local_mem_bytes / 4;
-      return shape_.identity_scheme && dominant && large ? shared : local;
+      return shape_.identity_scheme && dominant && large ? shared() : local();
     }
-    if (hot_table(shared) || (shape_.identity_scheme && hot >= dominant_key_share)) return shared;
-    if (hot >= hot_key_threshold && infeasibility(local, false).empty()) return local;
-    return shared;
+    if (hot_table(shared()) || (shape_.identity_scheme && hot >= dominant_key_share)) return shared();
+    if (hot >= hot_key_threshold && max_local_buckets() >= 2 && infeasibility(local(), false).empty()) return local();
+    return shared();
   }
 
+  /// The strategies whose programs default_params() may build (their kernel limits): what a
+  /// query builds side by side before its first block.
+  std::vector<strategy_kind> strategies_to_build() const {
+    const bool dominant = profile_.hottest_key_share >= dominant_key_share;
+    if (local_table_fits() && !(shape_.identity_scheme && dominant)) return {strategy_kind::workgroup_local};
+    if (profile_.hottest_key_share >= hot_key_threshold && max_local_buckets() >= 2) {
+      return {strategy_kind::shared, strategy_kind::workgroup_local};
+    }
+    return {strategy_kind::shared};
+  }
+
+  /// Whether WORKGROUPLOCAL's local table holds every group planned (section 3.7's condition,
+  /// without the kernel's work-group limit).
+  bool local_table_fits() const { return max_local_buckets() >= small_table_buckets(); }
+
+  /// From this share of sampled rows whose neighbour holds the same key on, the input is in runs.
+  static constexpr double runs_min_share = 0.5;
   /// From this share on, the sample's most frequent key dominates (the run cache's register).
   static constexpr double dominant_key_share = 0.75;
   /// From this share on, the sample shows a single key (the run cache even with replicated
@@ -528,7 +565,7 @@ class query_planner {
   /// Buckets a local or private table needs for every group planned.
   std::uint64_t small_table_buckets() const {
     if (shape_.identity_scheme) return shape_.domain_size;
-    const auto wanted = static_cast<std::uint64_t>(std::ceil(double(planned_groups_) / opts_.max_load_factor));
+    const auto wanted = static_cast<std::uint64_t>(std::ceil(double(sizing_groups()) / opts_.max_load_factor));
     return next_pow2(std::max<std::uint64_t>(wanted, 2));
   }
 

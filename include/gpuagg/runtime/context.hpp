@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <functional>
+#include <future>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -21,6 +22,7 @@
 #include <vector>
 
 #include "../device_info.hpp"
+#include "binary_cache.hpp"
 #include "buffer_pool.hpp"
 #include "opencl.hpp"
 
@@ -170,48 +172,84 @@ class context {
   cl::CommandQueue& compute_queue() noexcept { return compute_queue_; }
   cl::CommandQueue& transfer_queue() noexcept { return transfer_queue_; }
 
-  /// The program built from `source` with `options`, built once per context.
+  /// A program to build ahead of its use (prefetch).
+  struct program_request {
+    std::string_view source;
+    std::string options;
+  };
+
+  /// The program built from `source` with `options`, built once per context: loaded from the
+  /// on-disk binary cache (binary_cache.hpp) where an earlier process built it, else built from
+  /// source and stored there. Threads asking for the same program wait for one build.
   /// GPUAGG_BUILD_OPTIONS is appended to every build's options (e.g. "-cl-nv-verbose" or
   /// "-cl-nv-maxrregcount=64" on NVIDIA); GPUAGG_SHOW_BUILD_LOG=1 prints each build's log.
   cl::Program program(std::string_view source, const std::string& requested_options = {}) {
-    const std::lock_guard lock(mutex_);
-    std::string options = requested_options;
-    if (const char* extra = std::getenv("GPUAGG_BUILD_OPTIONS"); extra != nullptr && *extra != '\0') {
-      options += options.empty() ? "" : " ";
-      options += extra;
+    const std::string options = build_options(requested_options);
+    const std::string key = cache_key(source, options);
+    std::promise<cl::Program> promise;
+    std::shared_future<cl::Program> future;
+    bool builder = false;
+    {
+      const std::lock_guard lock(mutex_);
+      if (auto found = programs_.find(key); found != programs_.end()) {
+        future = found->second;
+      } else {
+        future = promise.get_future().share();
+        programs_.emplace(key, future);
+        builder = true;
+      }
     }
-    std::string key = options;
-    key += '\n';
-    key += source;
-    if (auto found = programs_.find(key); found != programs_.end()) return found->second;
-    if (detail::env_flag("GPUAGG_SHOW_KERNELS")) {
-      std::cerr << "// gpuagg: building OpenCL program (" << source.size() << " bytes, options \"" << options
-                << "\")\n"
-                << source << '\n';
+    if (builder) {
+      try {
+        promise.set_value(build(source, options));
+      } catch (...) {
+        {
+          const std::lock_guard lock(mutex_);
+          programs_.erase(key);  // a later call tries again
+        }
+        promise.set_exception(std::current_exception());
+      }
     }
-    std::string text(source);
-    cl_int status = CL_SUCCESS;
-    cl::Program program(context_, text, false, &status);
-    detail::check(status, "creating an OpenCL program");
-    const cl_int built = program.build(std::vector<cl::Device>{device_}, options.c_str());
-    if (built != CL_SUCCESS) {
-      std::string log;
-      program.getBuildInfo(device_, CL_PROGRAM_BUILD_LOG, &log);
-      const std::string line = detail::source_line_from_log(log, text);
-      throw build_error("OpenCL program failed to build on " + info_.name + " (" + detail::opencl_error_name(built) +
-                            ")" + (line.empty() ? std::string() : "\n  at " + line) + "\nbuild log:\n" + log,
-                        log, line);
-    }
-    if (detail::env_flag("GPUAGG_SHOW_BUILD_LOG")) {
-      std::string log;
-      program.getBuildInfo(device_, CL_PROGRAM_BUILD_LOG, &log);
-      std::cerr << "// gpuagg: build log (" << source.size() << " bytes of source, options \"" << options << "\"):\n"
-                << log << '\n';
-    }
-    ++builds_;
-    programs_.emplace(std::move(key), program);
-    return program;
+    return future.get();
   }
+
+  /// Builds every requested program not built yet, concurrently, and waits for them: a query
+  /// that needs several programs waits for the longest build, not for their sum. Rethrows the
+  /// first failure.
+  void prefetch(const std::vector<program_request>& requests) {
+    std::vector<const program_request*> missing;
+    {
+      const std::lock_guard lock(mutex_);
+      for (const auto& request : requests) {
+        if (!programs_.contains(cache_key(request.source, build_options(request.options)))) missing.push_back(&request);
+      }
+    }
+    if (missing.size() <= 1) {  // nothing to overlap
+      for (const auto* request : missing) (void)program(request->source, request->options);
+      return;
+    }
+    std::vector<std::future<void>> pending;
+    pending.reserve(missing.size());
+    for (const auto* request : missing) {
+      pending.push_back(std::async(std::launch::async, [this, request] { (void)program(request->source, request->options); }));
+    }
+    for (auto& p : pending) p.wait();
+    for (auto& p : pending) p.get();
+  }
+
+  /// The on-disk binary cache's activity in this context.
+  struct program_cache_counts {
+    std::size_t loaded = 0;     ///< programs loaded from a binary
+    std::size_t stale = 0;      ///< entries of another driver or source, rebuilt
+    std::size_t corrupt = 0;    ///< unreadable entries, rebuilt
+    std::size_t stored = 0;     ///< binaries written
+    std::string last_warning;   ///< the last problem reported
+  };
+  program_cache_counts program_cache() const {
+    const std::lock_guard lock(mutex_);
+    return cache_counts_;
+  }
+  const detail::binary_cache& binary_cache() const noexcept { return binaries_; }
 
   /// A kernel of a cached program. Kernels carry arguments, so each caller gets its own copy.
   cl::Kernel kernel(const cl::Program& program, const char* name) {
@@ -221,7 +259,7 @@ class context {
     return kernel;
   }
 
-  /// How many programs this context has built (the cache's misses).
+  /// How many programs this context has built from source (not found in memory or on disk).
   std::size_t programs_built() const {
     const std::lock_guard lock(mutex_);
     return builds_;
@@ -298,6 +336,93 @@ class context {
   }
 
  private:
+  static std::string build_options(const std::string& requested) {
+    std::string options = requested;
+    if (const char* extra = std::getenv("GPUAGG_BUILD_OPTIONS"); extra != nullptr && *extra != '\0') {
+      options += options.empty() ? "" : " ";
+      options += extra;
+    }
+    return options;
+  }
+  static std::string cache_key(std::string_view source, const std::string& options) {
+    std::string key = options;
+    key += '\n';
+    key += source;
+    return key;
+  }
+
+  /// A program from the binary cache, else from source (stored in the cache after).
+  cl::Program build(std::string_view source, const std::string& options) {
+    if (detail::env_flag("GPUAGG_SHOW_KERNELS")) {
+      const std::lock_guard lock(mutex_);
+      std::cerr << "// gpuagg: building OpenCL program (" << source.size() << " bytes, options \"" << options
+                << "\")\n"
+                << source << '\n';
+    }
+    const detail::binary_identity id{info_.name, info_.platform_name, info_.driver_version, options, source};
+    if (binaries_.enabled()) {
+      auto loaded = binaries_.load(id);
+      if (loaded.status == detail::binary_cache::outcome::hit) {
+        cl_int status = CL_SUCCESS;
+        cl::Program program(context_, std::vector<cl::Device>{device_}, cl::Program::Binaries{loaded.binary}, nullptr,
+                            &status);
+        if (status == CL_SUCCESS) status = program.build(std::vector<cl::Device>{device_}, options.c_str());
+        if (status == CL_SUCCESS) {
+          const std::lock_guard lock(mutex_);
+          ++cache_counts_.loaded;
+          return program;
+        }
+        loaded.status = detail::binary_cache::outcome::stale;
+        loaded.problem = "was rejected by the driver (" + detail::opencl_error_name(status) + ")";
+      }
+      if (loaded.status != detail::binary_cache::outcome::miss) {
+        const std::string warning = "gpuagg: warning: program cache entry " + binaries_.path_of(id).string() + " " +
+                                    loaded.problem + "; building it again";
+        binaries_.remove(id);
+        const std::lock_guard lock(mutex_);
+        ++(loaded.status == detail::binary_cache::outcome::corrupt ? cache_counts_.corrupt : cache_counts_.stale);
+        cache_counts_.last_warning = warning;
+        std::cerr << warning << '\n';
+      }
+    }
+    std::string text(source);
+    cl_int status = CL_SUCCESS;
+    cl::Program program(context_, text, false, &status);
+    detail::check(status, "creating an OpenCL program");
+    const cl_int built = program.build(std::vector<cl::Device>{device_}, options.c_str());
+    if (built != CL_SUCCESS) {
+      std::string log;
+      program.getBuildInfo(device_, CL_PROGRAM_BUILD_LOG, &log);
+      const std::string line = detail::source_line_from_log(log, text);
+      throw build_error("OpenCL program failed to build on " + info_.name + " (" + detail::opencl_error_name(built) +
+                            ")" + (line.empty() ? std::string() : "\n  at " + line) + "\nbuild log:\n" + log,
+                        log, line);
+    }
+    if (detail::env_flag("GPUAGG_SHOW_BUILD_LOG")) {
+      std::string log;
+      program.getBuildInfo(device_, CL_PROGRAM_BUILD_LOG, &log);
+      const std::lock_guard lock(mutex_);
+      std::cerr << "// gpuagg: build log (" << source.size() << " bytes of source, options \"" << options << "\"):\n"
+                << log << '\n';
+    }
+    std::string problem;
+    if (binaries_.enabled()) {
+      std::vector<std::vector<unsigned char>> binaries;
+      if (program.getInfo(CL_PROGRAM_BINARIES, &binaries) == CL_SUCCESS && binaries.size() == 1) {
+        problem = binaries_.store(id, binaries.front());
+      }
+    }
+    const std::lock_guard lock(mutex_);
+    ++builds_;
+    if (binaries_.enabled() && problem.empty()) ++cache_counts_.stored;
+    if (!problem.empty() && !cache_write_warned_) {
+      cache_write_warned_ = true;
+      cache_counts_.last_warning = "gpuagg: warning: program cache: " + problem + "; programs are not kept";
+      std::cerr << cache_counts_.last_warning << '\n';
+    }
+    return program;
+  }
+
   void read_info() {
     info_.name = device_.getInfo<CL_DEVICE_NAME>();
     info_.vendor = device_.getInfo<CL_DEVICE_VENDOR>();
@@ -326,8 +451,11 @@ class context {
   cl::CommandQueue transfer_queue_;
   device_info info_;
   mutable std::mutex mutex_;
-  std::map<std::string, cl::Program, std::less<>> programs_;
+  std::map<std::string, std::shared_future<cl::Program>, std::less<>> programs_;
   std::size_t builds_ = 0;
+  detail::binary_cache binaries_ = detail::binary_cache::from_environment();
+  program_cache_counts cache_counts_;
+  bool cache_write_warned_ = false;
   detail::buffer_pool pool_;
   std::map<const char*, std::uint64_t> pinned_ranges_;  // pinned_array allocations: start -> bytes
 };

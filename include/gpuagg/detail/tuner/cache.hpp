@@ -6,6 +6,7 @@
 #error "include <gpuagg/tuner.hpp>: detail/tuner/*.hpp are its implementation, in its order"
 #endif
 
+#include <gpuagg/detail/cache_dir.hpp>
 #include <nlohmann/json.hpp>
 
 #include <atomic>
@@ -30,12 +31,6 @@ inline constexpr int cache_version = 1;
 inline std::mutex& cache_file_mutex() {
   static std::mutex mutex;
   return mutex;
-}
-
-inline std::optional<std::string> non_empty_env(const char* name) {
-  const char* value = std::getenv(name);
-  if (value == nullptr || *value == '\0') return std::nullopt;
-  return std::string(value);
 }
 
 /// A winners file as read from disk.
@@ -215,11 +210,7 @@ inline std::optional<nlohmann::json> readable_entries(const std::filesystem::pat
 inline tuning_cache::tuning_cache(std::filesystem::path file) : file_(std::move(file)) {}
 
 inline std::optional<std::filesystem::path> tuning_cache::default_path() {
-  if (auto dir = detail::non_empty_env("GPUAGG_CACHE_DIR")) return std::filesystem::path(*dir) / "tuning.json";
-  if (auto xdg = detail::non_empty_env("XDG_CACHE_HOME")) return std::filesystem::path(*xdg) / "gpuagg" / "tuning.json";
-  if (auto home = detail::non_empty_env("HOME")) {
-    return std::filesystem::path(*home) / ".cache" / "gpuagg" / "tuning.json";
-  }
+  if (auto dir = detail::cache_directory()) return *dir / "tuning.json";
   return std::nullopt;
 }
 
