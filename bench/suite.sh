@@ -71,11 +71,14 @@ if has host; then
 fi
 if has cold; then
   # The first query of its shape in a fresh process: with every cache empty (gpuagg's and the
-  # OpenCL drivers' own), then again in a fresh process with the caches the first one left.
+  # OpenCL drivers' own), then again in a fresh process with the caches the first one left,
+  # then with only gpuagg's program binaries left.
   for g in 4 16 24; do
     ((g > rows + 1)) && continue
     dir=$(mktemp -d)
-    for phase in cold-empty cold-disk; do
+    for phase in cold-empty cold-disk cold-programs; do
+      # cold-programs: the driver's own cache emptied, gpuagg's program binaries kept.
+      [[ $phase == cold-programs ]] && rm -rf "$dir/cuda" "$dir/pocl"
       GPUAGG_CACHE_DIR=$dir/gpuagg CUDA_CACHE_PATH=$dir/cuda POCL_CACHE_DIR=$dir/pocl \
         step "${phase}_$g" "$bench" --rows-log2 "$rows" --groups-log2 "$g" --input device --cold --phase "$phase" \
         --csv "$csv"
