@@ -5,6 +5,7 @@
 
 #include <gpuagg/plan.hpp>
 
+#include <algorithm>
 #include <set>
 
 using namespace gpuagg;
@@ -283,4 +284,28 @@ TEST_CASE("observed groups grow the local tables' plan: WORKGROUPLOCAL gives way
   CHECK(p.default_params().strategy == strategy_kind::shared);
   p.observe_groups(5);  // never shrinks
   CHECK(p.planned_groups() == 100'000);
+}
+
+TEST_CASE("a query that does not tune asks only for the kernel limits of the strategies it may run") {
+  // Each kernel limit the plan reads builds that variant's program: on a cold start a program
+  // costs hundreds of milliseconds, so a plan that runs WORKGROUPLOCAL alone must not read
+  // SHARED's limit to list tuning starts it will never use.
+  for (const std::uint64_t groups : {std::uint64_t{16}, std::uint64_t{1} << 16}) {
+    CAPTURE(groups);
+    std::set<strategy_kind> asked;
+    const query_planner p(h100(), recorded_shape(), uniform_input(groups), {}, [&](const kernel_variant& v) {
+      asked.insert(v.strategy);
+      return std::uint32_t{1024};
+    });
+    const auto chosen = p.default_params().strategy;
+    const auto t = p.tuning();
+    REQUIRE_FALSE(t.enabled);  // the H100's entry was measured for this shape
+    CHECK(t.starts.empty());
+    const auto built = p.strategies_to_build();
+    for (const auto s : asked) {
+      CAPTURE(to_string(s));
+      CHECK(std::find(built.begin(), built.end(), s) != built.end());
+    }
+    CHECK(asked.count(chosen) == 1);
+  }
 }

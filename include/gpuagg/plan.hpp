@@ -518,6 +518,9 @@ class query_planner {
     // On device input a search may take three quarters of the slices; the rest run its best in
     // large blocks (an unfinished search is resumed by the next query of the shape).
     t.block_budget = static_cast<std::size_t>(profile_.on_device && !forced ? blocks - blocks / 4 : blocks);
+    // The starts read each strategy's kernel limit, which builds its program: a query that does
+    // not tune must not pay for programs it never runs.
+    if (!t.enabled) return t;
     // The plan's choice first, then the other strategies whose tables fit (INDEPENDENT on CPUs
     // only: on GPUs its private tables never won, section 3.7's insight 1).
     const execution_params first = default_params();
