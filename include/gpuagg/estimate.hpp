@@ -299,7 +299,7 @@ inline std::uint64_t extrapolate_from_sketch(const sketch_evidence& e, const fre
 /// Sketches of rows first, first + stride, ... (n rows) of `keys` (a table word per key), with
 /// the sub-sketch of every fourth and the right-neighbour comparison, on up to `threads` host
 /// threads (each sketches a share; the registers merge by maximum). The device's kernel
-/// (kernels.inc: gpuagg_sketch) computes the same registers.
+/// (kernels/estimate.hpp: gpuagg_sketch) computes the same registers.
 struct host_sketch {
   std::vector<std::uint32_t> registers = std::vector<std::uint32_t>(sketch_registers, 0);
   std::vector<std::uint32_t> sub_registers = std::vector<std::uint32_t>(sketch_registers, 0);

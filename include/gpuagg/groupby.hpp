@@ -93,7 +93,8 @@ std::vector<column_data> column_list(const KeyColumn& keys, const ValueTuple& va
 
 }  // namespace detail
 
-/// The driver of one query, for stepping block by block (the tuner, benchmarks).
+/// The driver of one query, for stepping block by block (the tuner, benchmarks, several devices).
+/// It reads the columns as it runs, after this call returns: they must outlive the driver.
 template <class Query, column KeyColumn, class Values>
 auto make_driver(const KeyColumn& keys, const Values& values, Query, const options& opts = {}) {
   const auto& tuple = detail::as_value_tuple(values);
@@ -104,6 +105,22 @@ auto make_driver(const KeyColumn& keys, const Values& values, Query, const optio
   }
   context& ctx = opts.ctx ? *opts.ctx : default_context();
   return std::make_unique<aggregation_driver<bound>>(ctx, opts, detail::column_list(keys, tuple));
+}
+
+/// A temporary std::vector would be gone before the driver reads it: not allowed.
+template <class Query, class T, class A, class Values>
+auto make_driver(std::vector<T, A>&& keys, const Values&, Query, const options& = {}) {
+  static_assert(detail::always_false<T>,
+                "gpuagg::make_driver: the driver reads its columns after this call returns; pass a key column that "
+                "outlives it, not a temporary");
+  return keys.size();
+}
+template <class Query, column KeyColumn, class T, class A>
+auto make_driver(const KeyColumn&, std::vector<T, A>&& values, Query, const options& = {}) {
+  static_assert(detail::always_false<T>,
+                "gpuagg::make_driver: the driver reads its columns after this call returns; pass a value column "
+                "that outlives it, not a temporary");
+  return values.size();
 }
 
 /// A result with the tuning report of the query that produced it.

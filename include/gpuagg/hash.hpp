@@ -62,7 +62,7 @@ struct murmur3_finalizer {
 
 /// The "perfect" hash of a dense key domain: bucket = key - key_min. Needs the domain
 /// (options::key_domain) and `no_probing`. Its global table keeps a bitmap of used buckets
-/// instead of keys (GPUAGG_DENSE_TABLE, kernels.inc).
+/// instead of keys (GPUAGG_DENSE_TABLE, kernels/library.hpp).
 struct identity_hash {
   static constexpr detail::fixed_string name{"identity"};
   static constexpr bool is_identity = true;

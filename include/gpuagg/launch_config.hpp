@@ -1,11 +1,11 @@
 #pragma once
 // Execution parameters of one AGGREGATE launch (Rosenfeld et al. 2019, section 1: "the
 // parallelization strategy and the thread configuration"). Plain values, so the tuner moves
-// between them and the driver takes one per block.
+// between them and the driver takes one per block. What each strategy is (its name, the
+// paper's initial configuration, its kernel) is its policy's, in strategy.hpp.
 
 #include <cstdint>
 #include <ostream>
-#include <string_view>
 
 namespace gpuagg {
 
@@ -18,17 +18,6 @@ enum class strategy_kind : std::uint8_t {
 
 inline constexpr strategy_kind all_strategies[] = {strategy_kind::shared, strategy_kind::independent,
                                                    strategy_kind::workgroup_local};
-
-constexpr std::string_view to_string(strategy_kind kind) noexcept {
-  switch (kind) {
-    case strategy_kind::shared: return "SHARED";
-    case strategy_kind::independent: return "INDEPENDENT";
-    case strategy_kind::workgroup_local: return "WORKGROUPLOCAL";
-  }
-  return "?";
-}
-
-inline std::ostream& operator<<(std::ostream& os, strategy_kind kind) { return os << to_string(kind); }
 
 /// Thread configuration: work groups per compute unit x work items per work group (section 3.1).
 struct launch_config {
@@ -46,17 +35,6 @@ inline std::ostream& operator<<(std::ostream& os, const launch_config& config) {
   return os << config.work_groups_per_cu << 'x' << config.work_group_size;
 }
 
-/// Section 4.1, "Initial thread configurations": the configurations with the lowest normalized
-/// runtime averaged over the paper's GPUs and group cardinalities (before clamping to a device).
-constexpr launch_config paper_initial_config(strategy_kind strategy) noexcept {
-  switch (strategy) {
-    case strategy_kind::shared: return {1, 512};
-    case strategy_kind::independent: return {1, 256};
-    case strategy_kind::workgroup_local: return {4, 512};
-  }
-  return {1, 256};
-}
-
 /// One block's execution parameters: what the tuner chooses and the driver runs.
 struct execution_params {
   strategy_kind strategy = strategy_kind::shared;
@@ -64,9 +42,5 @@ struct execution_params {
   friend constexpr bool operator==(const execution_params&, const execution_params&) = default;
   friend constexpr auto operator<=>(const execution_params&, const execution_params&) = default;
 };
-
-inline std::ostream& operator<<(std::ostream& os, const execution_params& params) {
-  return os << params.strategy << ' ' << params.config;
-}
 
 }  // namespace gpuagg

@@ -162,13 +162,13 @@ struct options {
   /// sample shows one dominant key.
   std::optional<bool> run_cache;
   /// Put the sample's most frequent keys in a table in local memory per work group in front of
-  /// SHARED's global table (hash schemes; kernels.inc: GPUAGG_HOT_TABLE), so that their updates
+  /// SHARED's global table (hash schemes; kernels/aggregate.hpp: GPUAGG_HOT_TABLE), so that their updates
   /// become local atomics. Default: when the frequent keys hold at least 1/8 of the sample and
   /// no single key dominates it (that is the run cache's case). The key sample is skipped, and
   /// with it the hot-key table, only when the caller fixes the group count, the strategy, the
   /// configuration and the run cache and sets hot_table to false.
   std::optional<bool> hot_table;
-  /// Runs per input block for PARTITION (kernels.inc): 1 turns it off, a power of two up to
+  /// Runs per input block for PARTITION (kernels/partition.hpp): 1 turns it off, a power of two up to
   /// 1024 orders each block's rows into that many runs by the region of the table their home
   /// bucket lies in, so that the rows that update one region arrive together. Default (0): by
   /// the table's bytes (query_planner::partitions).

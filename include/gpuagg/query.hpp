@@ -241,7 +241,7 @@ struct bound_query<Key, query<Scheme, Outputs...>, Values...> {
     return sizeof(typename Key::bits_type) + (std::size_t{0} + ... + sizeof(acc_at<J>));
   }(std::make_index_sequence<aggregate_count>{});
   static constexpr std::size_t accumulator_bytes = bucket_bytes - sizeof(typename Key::bits_type);
-  /// The widest accumulator: the word of an interleaved bucket (kernels.inc: GPUAGG_INTERLEAVED).
+  /// The widest accumulator: the word of an interleaved bucket (kernels/library.hpp: GPUAGG_INTERLEAVED).
   static constexpr std::size_t accumulator_word = []<std::size_t... J>(std::index_sequence<J...>) {
     return std::max({sizeof(typename Key::bits_type), sizeof(acc_at<J>)...});
   }(std::make_index_sequence<aggregate_count>{});

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "estimate.hpp"
-#include "launch_config.hpp"
+#include "strategy.hpp"
 #include "plan_data.hpp"
 #include "runtime/opencl.hpp"
 
@@ -22,8 +22,8 @@ struct block_record {
   std::uint64_t rows = 0;
   double aggregate_seconds = 0;
   double partition_seconds = 0;  ///< PARTITION's kernels before it (0 when not partitioned)
-  bool hot_table = false;        ///< SHARED with the hot-key table in local memory (kernels.inc)
-  bool cold_queue = false;       ///< WORKGROUPLOCAL with the cold-row queue (kernels.inc)
+  bool hot_table = false;        ///< SHARED with the hot-key table in local memory (kernels/shared.hpp)
+  bool cold_queue = false;       ///< WORKGROUPLOCAL with the cold-row queue (kernels/workgroup_local.hpp)
 };
 
 /// Host (wall-clock) time of a query's phases, from the driver's clock. They add up to about
@@ -116,6 +116,20 @@ struct device_result {
   template <class Bound>
   friend class aggregation_driver;  // FINALIZE sets the size
   std::size_t size_ = 0;
+};
+
+/// A partial aggregate on the host: the groups of one table as their table words (`keys`) and
+/// their accumulators, not yet finalized (an average is still a sum and a count). Partial
+/// aggregates of several devices or processes over disjoint rows combine exactly: a driver
+/// takes them in (aggregation_driver::absorb) and finalizes once. Bytes per group:
+/// sizeof(Bits) + every accumulator's size.
+template <class Bits, class... Accumulators>
+struct partial_groups {
+  std::vector<Bits> keys;
+  std::tuple<std::vector<Accumulators>...> accumulators;
+
+  std::size_t size() const noexcept { return keys.size(); }
+  static constexpr std::size_t entry_bytes = sizeof(Bits) + (std::size_t{0} + ... + sizeof(Accumulators));
 };
 
 }  // namespace gpuagg

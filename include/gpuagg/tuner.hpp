@@ -15,7 +15,7 @@
 //                      $HOME/.cache/gpuagg)
 //   GPUAGG_LOG         non-empty and not "0": log the tuner's decisions to stderr
 
-#include <gpuagg/launch_config.hpp>
+#include <gpuagg/strategy.hpp>
 
 #include <concepts>
 #include <cstddef>
@@ -40,9 +40,9 @@ namespace gpuagg {
 ///
 /// The first five fields are the paper's (section 4.1, Table 1). All but use_cache after them
 /// extend the search beyond the paper (docs/autotuning.md, "The refined search"); each one's
-/// paper value turns its extension off, and `paper_params` sets all of them so. The defaults are the refined
-/// search, which replay on the recorded H100 spaces found better than Algorithm 1 in quality and
-/// in effort (docs/autotuning.md has the figures).
+/// paper value turns its extension off, and `paper_params` sets all of them so. The defaults
+/// are the refined search, which finds configurations closer to the optimum at a lower cost
+/// than Algorithm 1 on recorded search spaces (docs/autotuning.md has the figures).
 struct tuner_params {
   /// s: two runtimes are similar (a performance plateau) when
   /// (1-s) t(c_i) <= t(c_j) <= (1+s) t(c_i). s = 0 ignores plateaus (strict gradient). With

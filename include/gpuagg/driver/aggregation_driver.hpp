@@ -1,0 +1,409 @@
+#pragma once
+#define GPUAGG_DRIVER_HPP
+// The block-wise driver (section 2.1): it executes the plan (plan.hpp) of one query. It owns
+// the global table, runs INITIALIZE once, AGGREGATE once per input block with that block's
+// strategy and thread configuration, grows the table when it fills, and runs FINALIZE. Host
+// input streams through pinned staging buffers with `blocks_in_flight` blocks in flight, so
+// copies overlap AGGREGATE; device input is read in place. The global table alone carries
+// progress from block to block, so the strategy and thread configuration may change between
+// any two blocks (section 4.1, "Support for other operators", requirement 2), which the tuner
+// relies on. The driver does not know the tuner.
+//
+// This header declares the driver; its jobs are implemented in files named for them:
+//   driver/setup.hpp           checks the input, takes the key sample, estimates the groups,
+//                              makes the plan, builds the programs, allocates the buffers
+//   driver/group_estimate.hpp  the key sample and the group estimate's sketches on the device
+//   driver/programs.hpp        the program variants, their kernels and work-group limits
+//   driver/buffers.hpp         device buffers from the context's pool; host staging
+//   driver/table.hpp           the global table: INITIALIZE, its bytes, the query's counters
+//   driver/pipeline.hpp        the blocks: enqueue (copy, PARTITION, AGGREGATE), complete, run
+//   driver/partition.hpp       PARTITION: a block's rows in runs by table region
+//   driver/growth.hpp          a full table grows: rehash, merge the spill area
+//   driver/finalize.hpp        FINALIZE into device buffers, or copied to the host
+//   driver/partials.hpp        EXPORT a partial aggregate; absorb another's
+// Every kernel receives one argument struct (kernels/*.hpp), set by driver/kernel_binder.hpp.
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "../column.hpp"
+#include "../detail/bits.hpp"
+#include "../error.hpp"
+#include "../kernels/args.hpp"
+#include "../launch_config.hpp"
+#include "../options.hpp"
+#include "../plan.hpp"
+#include "../result.hpp"
+#include "../runtime/context.hpp"
+#include "../source.hpp"
+#include "../strategy.hpp"
+#include "key_sample.hpp"
+
+namespace gpuagg {
+
+namespace detail {
+
+/// Profiled execution time of a finished command, in seconds.
+inline double event_seconds(const cl::Event& event) {
+  cl_ulong start = 0;
+  cl_ulong end = 0;
+  check(event.getProfilingInfo(CL_PROFILING_COMMAND_START, &start), "reading a profiling start time");
+  check(event.getProfilingInfo(CL_PROFILING_COMMAND_END, &end), "reading a profiling end time");
+  return end > start ? double(end - start) * 1e-9 : 0.0;
+}
+
+/// Waits for a command and throws if it failed.
+inline void wait_for(const cl::Event& event, const char* what) {
+  check(event.wait(), what);
+  cl_int status = CL_COMPLETE;
+  check(event.getInfo(CL_EVENT_COMMAND_EXECUTION_STATUS, &status), what);
+  if (status < 0) check(status, what);
+}
+
+/// Adds the host time from its construction to stop() (or its end) to one phase of
+/// query_stats::host.
+class phase_clock {
+ public:
+  explicit phase_clock(double& phase) : phase_(&phase), start_(std::chrono::steady_clock::now()) {}
+  phase_clock(const phase_clock&) = delete;
+  phase_clock& operator=(const phase_clock&) = delete;
+  ~phase_clock() { stop(); }
+  void stop() {
+    if (phase_ == nullptr) return;
+    *phase_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    phase_ = nullptr;
+  }
+
+ private:
+  double* phase_;
+  std::chrono::steady_clock::time_point start_;
+};
+
+// The query's counters (kernels/library.hpp: META_*).
+inline constexpr std::size_t meta_groups = 0;   ///< buckets claimed in the global table
+inline constexpr std::size_t meta_special = 1;  ///< the EMPTY_KEY bucket is in use
+inline constexpr std::size_t meta_spilled = 2;  ///< entries in the spill area
+inline constexpr std::size_t meta_lost = 3;     ///< the spill area overflowed (never, by its size)
+inline constexpr std::size_t meta_words = 4;
+inline constexpr std::uint32_t max_partitions = 1024;  // kernels/partition.hpp: GPUAGG_MAX_PARTS
+
+/// The partial_groups type of bound query `Bound`: its table words and accumulator types.
+template <class Bound, class Sequence = std::make_index_sequence<Bound::aggregate_count>>
+struct partial_type_for;
+template <class Bound, std::size_t... J>
+struct partial_type_for<Bound, std::index_sequence<J...>> {
+  using type = partial_groups<typename Bound::key::bits_type, typename Bound::template acc_at<J>...>;
+};
+
+}  // namespace detail
+
+/// The hash aggregation operator for one query over one input, block by block.
+template <class Bound>
+class aggregation_driver {
+ public:
+  using bound_type = Bound;
+  using key_policy = typename Bound::key;
+  using bits_type = typename key_policy::bits_type;
+  static constexpr std::size_t aggregate_count = Bound::aggregate_count;
+  static constexpr bool identity_scheme = Bound::scheme::is_identity;
+  /// A partial aggregate of this query (export_partial, absorb).
+  using partial_type = typename detail::partial_type_for<Bound>::type;
+
+  /// `columns`: the key column, then the value columns, all of `rows` rows, all on the host or
+  /// all on the device.
+  aggregation_driver(context& ctx, const options& opts, std::vector<detail::column_data> columns);
+  aggregation_driver(const aggregation_driver&) = delete;
+  aggregation_driver& operator=(const aggregation_driver&) = delete;
+  ~aggregation_driver();
+
+  /// The query's plan: every decision about how it runs (plan.hpp).
+  const query_planner& plan() const noexcept { return *planner_; }
+
+  std::uint64_t rows() const noexcept { return rows_; }
+  /// Rows of the blocks run_remaining() runs, and of the (possibly smaller) blocks run_block()
+  /// runs, which the tuner measures (query_planner::tuning_block_rows).
+  std::size_t block_rows() const noexcept { return block_rows_; }
+  std::size_t tuning_block_rows() const noexcept { return slice_rows_; }
+  /// Blocks of run_block()'s size: all of the input, and those not yet processed.
+  std::size_t blocks_total() const noexcept { return rows_ == 0 ? 0 : (rows_ + slice_rows_ - 1) / slice_rows_; }
+  std::size_t blocks_left() const noexcept { return (rows_ - next_row_ + slice_rows_ - 1) / slice_rows_; }
+  const query_stats& stats() const noexcept { return stats_; }
+  const device_info& device() const noexcept { return ctx_.info(); }
+  /// Groups to plan for: the hint or estimate, or what the table already holds if more.
+  std::uint64_t planned_groups() const noexcept { return planner_->planned_groups(); }
+
+  // The plan's answers the tuner and the benchmarks ask the driver for.
+  launch_config initial_config(strategy_kind strategy) const { return planner_->initial_config(strategy); }
+  execution_params default_params() const { return planner_->default_params(); }
+  bool feasible(const execution_params& params) const { return planner_->feasible(params); }
+  std::string infeasibility(const execution_params& params, bool strict = true) const {
+    return planner_->infeasibility(params, strict);
+  }
+  /// Largest work-group size the device allows.
+  std::uint32_t max_work_group_size() const noexcept { return ctx_.info().max_work_group_size; }
+  /// Largest power-of-two work-group size a variant's AGGREGATE kernel can run with on this
+  /// device (the kernel's own limit, from its register use, may be below the device's).
+  std::uint32_t max_work_group_size(strategy_kind strategy) const { return planner_->max_work_group_size(strategy); }
+  /// Whether this query's global table is interleaved (query_planner::interleaved).
+  bool interleaved_table() const noexcept { return interleaved_; }
+
+  /// Processes the next block (of tuning_block_rows()) with `params` and waits for it; returns
+  /// its profiled AGGREGATE time in seconds. This is the step the tuner drives.
+  double run_block(const execution_params& params);
+
+  /// Processes every remaining block (of block_rows()), `blocks_in_flight` at a time: with
+  /// `params` if given, else with the plan's default_params() re-evaluated per block (the table's
+  /// groups may have outgrown a local table).
+  void run_remaining(const std::optional<execution_params>& params = std::nullopt);
+
+  /// Runs the row ranges `next()` hands out (a std::optional<std::pair<first row, rows>>, at most
+  /// block_rows() rows each; std::nullopt when none is left), `blocks_in_flight` at a time, with
+  /// the plan's default_params(): for host input whose blocks several drivers share, each taking
+  /// the next block when it is free (multi_device.hpp). Rows no driver takes are not this one's.
+  template <class NextRange>
+  void run_blocks(NextRange&& next);
+
+  /// The groups so far as a partial aggregate (EXPORT), copied to the host; the table stays, so
+  /// more rows may follow. Runs the remaining blocks first, unless run_blocks() handed them out.
+  partial_type export_partial();
+
+  /// Takes in a partial aggregate of the same query over other rows (another device's or
+  /// process's export_partial()), growing the table first where it needs room: afterwards the
+  /// table holds the groups of both. A driver over no rows absorbs too (a pure merge): its table
+  /// is then sized for the first partial it takes in.
+  void absorb(const partial_type& partial);
+
+  /// FINALIZE into device buffers: keys, then one buffer per output.
+  template <class... Outputs>
+  device_result<typename key_policy::value_type, Outputs...> finalize_on_device();
+
+  /// FINALIZE and copy the result to the host.
+  template <class... Outputs>
+  result<typename key_policy::value_type, Outputs...> finalize_to_host();
+
+ private:
+  template <std::size_t J>
+  using acc_t = typename Bound::template acc_at<J>;
+
+  static constexpr std::size_t acc_size(std::size_t j) {
+    return [&]<std::size_t... J>(std::index_sequence<J...>) {
+      constexpr std::array<std::size_t, aggregate_count> sizes{sizeof(acc_t<J>)...};
+      return sizes[j];
+    }(std::make_index_sequence<aggregate_count>{});
+  }
+
+  /// A table's buffers: keys (a bitmap for direct addressing, the records when interleaved) and
+  /// one buffer per accumulator (each naming the records too when interleaved).
+  struct table_buffers {
+    cl::Buffer keys;
+    std::array<cl::Buffer, aggregate_count> accs;
+    std::uint64_t capacity = 0;  ///< buckets, not counting the reserved one for EMPTY_KEY
+    unsigned bits = 0;
+    bool interleaved = false;    ///< one buffer of records (kernels/library.hpp: GPUAGG_INTERLEAVED)
+
+    /// The table as a kernel argument (ACC_PARAMS).
+    detail::kernels::table_arg<cl::Buffer> arg() const { return {keys, {accs.begin(), accs.end()}}; }
+  };
+  struct staging_slot {
+    std::vector<detail::buffer_pool::pinned_buffer> pinned;
+    std::vector<std::uint64_t> pinned_class;
+    std::vector<void*> mapped;
+    std::vector<cl::Buffer> device;
+  };
+  struct pending_block {
+    cl::Event kernel;
+    cl::Event meta_read;
+    std::vector<cl::Event> partition;  // PARTITION's kernels, when the block was partitioned
+    std::size_t slot = 0;
+    unsigned generation = 0;
+    execution_params params;
+    std::uint64_t rows = 0;
+    bool hot_table = false;   // ran with the hot-key table
+    bool cold_queue = false;  // ran with the cold-row queue
+  };
+  /// The groups planned for, and where the number came from.
+  struct group_estimate {
+    std::uint64_t groups = 1;
+    estimate_source source = estimate_source::none;
+  };
+  struct finalize_events {
+    cl::Event kernel;
+    cl::Event count_read;
+  };
+  /// Commands the driver does not wait for when it enqueues them (INITIALIZE, MERGE): their
+  /// status and profiled time are collected by settle_deferred().
+  struct deferred_command {
+    cl::Event event;
+    const char* what;
+    double query_stats::*seconds;
+  };
+
+  /// What a strategy policy's aggregate_args() sees of the query (strategy.hpp).
+  struct strategy_view {
+    using buffer_type = cl::Buffer;
+    static constexpr bool identity_scheme = aggregation_driver::identity_scheme;
+    static constexpr std::size_t key_bytes = sizeof(bits_type);
+    static constexpr std::size_t aggregate_count = aggregation_driver::aggregate_count;
+    static constexpr std::size_t accumulator_bytes(std::size_t j) { return acc_size(j); }
+    aggregation_driver& driver;
+    const query_planner& plan() const { return *driver.planner_; }
+    cl::Buffer hot_keys_buffer() { return driver.hot_keys_on_device(); }
+    detail::kernels::table_arg<cl::Buffer> private_tables(std::uint64_t buckets) {
+      return driver.private_tables(buckets);
+    }
+  };
+
+  // ---- setup (driver/setup.hpp) ----
+  void validate();
+  void setup();
+  void make_planner(const detail::sample_profile& sample, group_estimate groups = {});
+  void make_table_and_counters(std::uint64_t capacity);
+  void setup_for_partials(std::uint64_t groups);
+
+  // ---- the key sample and the group estimate (driver/group_estimate.hpp) ----
+  /// Rows the group estimate's second stage sketches: on the device a strided 1/32 of 2^27 rows
+  /// reads a quarter of the key column's sectors; on the host the strided reads are cache misses
+  /// that must stay a small part of the transfer they precede.
+  static constexpr std::uint64_t device_sketch_rows = std::uint64_t{1} << 22;
+  static constexpr std::uint64_t host_sketch_rows = std::uint64_t{1} << 20;
+  std::vector<bits_type> sample_keys();
+  group_estimate estimate_groups(const detail::sample_profile& profile);
+  detail::host_sketch sketch_on_device(const cl::Buffer& keys, cl_ulong first, cl_ulong stride, cl_ulong n,
+                                       cl_ulong rows_end, bool sampled);
+
+  // ---- programs (driver/programs.hpp) ----
+  context::program_request program_request(const kernel_variant& variant) const;
+  cl::Program program(const kernel_variant& variant) const;
+  cl::Program estimate_program() const;
+  cl::Kernel& aggregate_kernel(const kernel_variant& variant) const;
+  std::uint32_t kernel_limit(const kernel_variant& variant) const;
+  std::size_t kernel_work_group_limit(const cl::Kernel& kernel) const;
+
+  // ---- buffers (driver/buffers.hpp) ----
+  cl::Buffer allocate(std::uint64_t bytes, const std::string& what);
+  cl::Buffer allocate_owned(std::uint64_t bytes, const std::string& what);
+  void release(std::uint64_t bytes) { live_bytes_ -= std::min(live_bytes_, bytes); }
+  void recycle(const cl::Buffer& buffer);
+  void recycle(const table_buffers& t);
+  table_buffers make_buffers(std::uint64_t buckets, const std::string& what);
+  void make_staging();
+  cl::Buffer hot_keys_on_device();
+  detail::kernels::table_arg<cl::Buffer> private_tables(std::uint64_t buckets);
+
+  // ---- the table and the counters (driver/table.hpp) ----
+  table_buffers make_table(std::uint64_t capacity);
+  std::uint64_t table_bytes(const table_buffers& t) const;
+  std::array<cl_ulong, detail::meta_words> read_meta();
+  std::array<cl_ulong, detail::meta_words> read_meta_settled();
+  void clear_meta(std::size_t first, std::size_t words, const char* what);
+  void defer(const cl::Event& event, const char* what, double query_stats::*seconds);
+  void settle_deferred();
+
+  // ---- the blocks (driver/pipeline.hpp) ----
+  void require_runnable(const execution_params& params) const;
+  pending_block enqueue_block(const execution_params& params, std::size_t rows);
+  pending_block enqueue_rows(const execution_params& params, std::uint64_t first, std::uint64_t count);
+  double complete(pending_block& block);
+  void launch(cl::Kernel& kernel, std::size_t global, std::size_t local, const char* what, cl::Event* done,
+              const std::vector<cl::Event>* wait = nullptr);
+  /// Work items that cover `items` with work groups of `local` (at most 65536 work groups; the
+  /// kernels loop over the rest).
+  static std::size_t cover(std::uint64_t items, std::size_t local) {
+    const std::uint64_t groups = std::min<std::uint64_t>((items + local - 1) / local, 65536);
+    return static_cast<std::size_t>(std::max<std::uint64_t>(groups, 1) * local);
+  }
+  bits_type key_min() const {
+    if constexpr (identity_scheme) {
+      return static_cast<bits_type>(opts_.domain->min_bits);
+    } else {
+      return 0;
+    }
+  }
+
+  // ---- PARTITION (driver/partition.hpp) ----
+  void partition(std::vector<cl::Buffer>& inputs, cl_ulong row_begin, cl_ulong row_end, std::uint32_t parts,
+                 const std::vector<cl::Event>& ready, std::vector<cl::Event>& events);
+
+  // ---- growth (driver/growth.hpp) ----
+  void grow(std::uint64_t incoming_groups = 0);
+  std::uint64_t spilled_groups(std::uint64_t spilled);
+  void merge(const table_buffers& source, std::uint64_t entries, std::uint64_t table_entries);
+
+  // ---- FINALIZE (driver/finalize.hpp) ----
+  template <class... Outputs>
+  finalize_events enqueue_finalize(device_result<typename key_policy::value_type, Outputs...>& out, bool owned);
+  void await_finalize(std::uint64_t groups, const finalize_events& done, const std::vector<cl::Event>& reads);
+  void finish_stats();
+
+  context& ctx_;
+  options opts_;
+  std::vector<detail::column_data> columns_;
+  std::chrono::steady_clock::time_point started_;
+  std::uint64_t rows_ = 0;
+  bool on_device_ = false;
+  std::size_t block_rows_ = 0;
+  std::size_t slice_rows_ = 0;     // rows of run_block()'s blocks (the tuner's)
+  std::uint64_t next_row_ = 0;     // the first row not yet enqueued
+  std::size_t blocks_enqueued_ = 0;
+  std::size_t window_ = 2;
+  bool shared_rows_ = false;       // run_blocks() hands the rows out: more may come until finalize
+  bool table_ready_ = false;       // the table and counters exist (setup, or a first absorb)
+  query_shape shape_;
+  std::optional<query_planner> planner_;
+  bits_type hot_key_ = 0;  // the sample's most frequent key (the run cache's hot-key register)
+  std::uint64_t spill_capacity_ = 0;
+  std::uint64_t live_bytes_ = 0;
+  unsigned generation_ = 0;
+  bool interleaved_ = false;  // the global table's layout (query_planner::interleaved)
+  std::size_t builds_before_ = 0;
+  cl::Program home_program_;
+  // Per program variant (kernel_variant::index()).
+  mutable std::array<cl::Program, kernel_variant::count> programs_;
+  mutable std::array<cl::Kernel, kernel_variant::count> aggregate_kernels_;
+  mutable std::array<std::uint32_t, kernel_variant::count> kernel_limits_{};
+  std::vector<bits_type> hot_keys_;  // the hot-key table's keys (query_planner::hot_keys), most frequent first
+  cl::Buffer sketch_registers_;      // the group estimate's sketches (made on first use)
+  cl::Buffer sketch_counts_;
+  cl::Buffer hot_keys_buffer_;       // hot_keys_ on the device (made on first use)
+  cl::Buffer meta_;
+  detail::buffer_pool::pinned_buffer readback_;  // pinned host memory: the counters' copies, then FINALIZE's count
+  std::uint64_t readback_class_ = 0;
+  cl_ulong* meta_mirror_ = nullptr;  // in readback_: the counters after each block in flight, by slot
+  std::array<cl_ulong, detail::meta_words> known_meta_{};  // the counters after the last completion or growth
+  std::vector<deferred_command> deferred_;  // enqueued, not yet waited for (settle_deferred)
+  cl_ulong* finalize_count_ = nullptr;      // in readback_: FINALIZE's count of groups written
+  table_buffers table_;
+  table_buffers spill_;
+  table_buffers private_;
+  std::vector<staging_slot> staging_;
+  std::vector<cl::Kernel> partition_kernels_;  // PARTITION: count, scan, scatter (made on first use)
+  std::size_t partition_local_ = 1;
+  std::uint64_t partition_tiles_ = 1;          // most tiles (work groups) of count and scatter
+  cl::Buffer partition_counts_;
+  cl::Buffer partition_bases_;
+  cl::Buffer partition_total_;
+  std::vector<cl::Buffer> partition_inputs_;   // one block's rows in runs, per column
+  std::vector<bool> pinned_input_;  // per column: the caller's memory is pinned (no staging)
+  std::map<cl_mem, std::pair<std::uint64_t, cl::Buffer>> held_;  // pooled buffers, by handle
+  query_stats stats_;
+};
+
+}  // namespace gpuagg
+
+#include "buffers.hpp"
+#include "finalize.hpp"
+#include "group_estimate.hpp"
+#include "growth.hpp"
+#include "partials.hpp"
+#include "partition.hpp"
+#include "pipeline.hpp"
+#include "programs.hpp"
+#include "setup.hpp"
+#include "table.hpp"

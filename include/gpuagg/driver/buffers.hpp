@@ -1,0 +1,126 @@
+#pragma once
+// The query's device buffers, taken from the context's pool and given back when the query
+// ends (the peak of what it holds is in the stats), and the pinned staging buffers host input
+// goes through.
+
+#ifndef GPUAGG_DRIVER_HPP
+#error "include <gpuagg/driver.hpp>: driver/*.hpp implement its members"
+#endif
+
+#include <string>
+#include <tuple>
+
+namespace gpuagg {
+
+template <class Bound>
+aggregation_driver<Bound>::~aggregation_driver() {
+  // Never hand buffers back while commands may still use them.
+  if (table_ready_) {
+    ctx_.compute_queue().finish();
+    ctx_.transfer_queue().finish();
+  }
+  for (auto& [handle, held] : held_) ctx_.recycle(held.first, held.second);
+  if (readback_.buffer()) ctx_.recycle_pinned(readback_class_, readback_);
+  for (auto& slot : staging_) {
+    for (std::size_t c = 0; c < slot.pinned.size(); ++c) {
+      if (slot.pinned[c].buffer()) ctx_.recycle_pinned(slot.pinned_class[c], slot.pinned[c]);
+    }
+  }
+}
+
+/// A working buffer from the context's pool; it goes back there when the query ends (or, for a
+/// table that grew, when it is replaced).
+template <class Bound>
+cl::Buffer aggregation_driver<Bound>::allocate(std::uint64_t bytes, const std::string& what) {
+  auto [buffer, size_class] = ctx_.pooled_buffer(bytes, what);
+  held_.emplace(buffer(), std::pair{size_class, buffer});
+  live_bytes_ += bytes;
+  stats_.peak_device_bytes = std::max(stats_.peak_device_bytes, live_bytes_);
+  return buffer;
+}
+
+/// A buffer the caller keeps (the result), not pooled.
+template <class Bound>
+cl::Buffer aggregation_driver<Bound>::allocate_owned(std::uint64_t bytes, const std::string& what) {
+  auto buffer = ctx_.buffer(bytes, what);
+  live_bytes_ += bytes;
+  stats_.peak_device_bytes = std::max(stats_.peak_device_bytes, live_bytes_);
+  return buffer;
+}
+
+template <class Bound>
+void aggregation_driver<Bound>::recycle(const cl::Buffer& buffer) {
+  if (auto found = held_.find(buffer()); found != held_.end()) {
+    ctx_.recycle(found->second.first, found->second.second);
+    held_.erase(found);
+  }
+}
+
+template <class Bound>
+void aggregation_driver<Bound>::recycle(const table_buffers& t) {
+  recycle(t.keys);
+  for (const auto& acc : t.accs) recycle(acc);
+}
+
+/// A table of `buckets` buckets and the EMPTY_KEY bucket in plain arrays (the spill area,
+/// INDEPENDENT's private tables; the global table is make_table's).
+template <class Bound>
+auto aggregation_driver<Bound>::make_buffers(std::uint64_t buckets, const std::string& what) -> table_buffers {
+  table_buffers t;
+  t.capacity = buckets;
+  t.keys = allocate((buckets + 1) * sizeof(bits_type), what + " (keys)");
+  for (std::size_t j = 0; j < aggregate_count; ++j) {
+    t.accs[j] = allocate((buckets + 1) * acc_size(j), what + " (accumulators)");
+  }
+  return t;
+}
+
+/// Per block in flight: a device buffer per column, and a pinned staging buffer per column
+/// unless the column itself lies in pinned memory of this context (pinned_array), which the
+/// copy then reads directly.
+template <class Bound>
+void aggregation_driver<Bound>::make_staging() {
+  for (const auto& column : columns_) {
+    pinned_input_.push_back(ctx_.is_pinned(column.host, std::uint64_t(rows_) * column.element_size));
+  }
+  staging_.resize(window_);
+  for (auto& slot : staging_) {
+    for (std::size_t c = 0; c < columns_.size(); ++c) {
+      const std::uint64_t bytes = std::uint64_t(block_rows_) * columns_[c].element_size;
+      detail::buffer_pool::pinned_buffer pinned;
+      std::uint64_t size_class = 0;
+      if (!pinned_input_[c]) std::tie(pinned, size_class) = ctx_.pooled_pinned(bytes, "a pinned staging buffer");
+      slot.pinned.push_back(pinned);
+      slot.pinned_class.push_back(size_class);
+      slot.mapped.push_back(pinned.mapped);
+      slot.device.push_back(allocate(bytes, "an input block buffer"));
+    }
+  }
+}
+
+/// INDEPENDENT's private tables, of at least `buckets` buckets in all (kept for the next block).
+template <class Bound>
+detail::kernels::table_arg<cl::Buffer> aggregation_driver<Bound>::private_tables(std::uint64_t buckets) {
+  if (private_.capacity < buckets) {
+    if (private_.keys()) {
+      release(table_bytes(private_));
+      recycle(private_);
+    }
+    private_ = make_buffers(buckets, "INDEPENDENT's private tables");
+  }
+  return private_.arg();
+}
+
+/// The hot-key table's keys on the device, copied on first use.
+template <class Bound>
+cl::Buffer aggregation_driver<Bound>::hot_keys_on_device() {
+  if (!hot_keys_buffer_()) {
+    hot_keys_buffer_ = allocate(hot_keys_.size() * sizeof(bits_type), "the hot-key table's keys");
+    detail::check(ctx_.compute_queue().enqueueWriteBuffer(hot_keys_buffer_, CL_FALSE, 0,
+                                                          hot_keys_.size() * sizeof(bits_type), hot_keys_.data()),
+                  "copying the hot keys");
+  }
+  return hot_keys_buffer_;
+}
+
+}  // namespace gpuagg

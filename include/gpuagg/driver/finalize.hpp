@@ -1,0 +1,142 @@
+#pragma once
+// FINALIZE: the used buckets compacted into the result columns, the outputs computed; the
+// result left on the device or copied to the host behind one wait.
+
+#ifndef GPUAGG_DRIVER_HPP
+#error "include <gpuagg/driver.hpp>: driver/*.hpp implement its members"
+#endif
+
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "../kernels/table.hpp"
+#include "kernel_binder.hpp"
+
+namespace gpuagg {
+
+template <class Bound>
+template <class... Outputs>
+auto aggregation_driver<Bound>::finalize_on_device() -> device_result<typename key_policy::value_type, Outputs...> {
+  device_result<typename key_policy::value_type, Outputs...> out;
+  if (!table_ready_) {
+    out.keys = ctx_.buffer(1, "an empty result");
+    out.columns = std::apply([&](auto&... b) { return std::tuple{((void)b, ctx_.buffer(1, "an empty result"))...}; },
+                             out.columns);
+    finish_stats();
+    out.stats = stats_;
+    return out;
+  }
+  if (next_row_ < rows_) run_remaining();
+  detail::phase_clock clock(stats_.host.finalize);
+  const auto done = enqueue_finalize(out, true);
+  await_finalize(out.size(), done, {});
+  clock.stop();
+  finish_stats();
+  out.stats = stats_;
+  return out;
+}
+
+template <class Bound>
+template <class... Outputs>
+auto aggregation_driver<Bound>::finalize_to_host() -> result<typename key_policy::value_type, Outputs...> {
+  result<typename key_policy::value_type, Outputs...> out;
+  if (!table_ready_) {
+    finish_stats();
+    out.stats = stats_;
+    return out;
+  }
+  if (next_row_ < rows_) run_remaining();
+  detail::phase_clock clock(stats_.host.finalize);
+  // The device result lives in the query's pooled buffers; the copies queue up behind
+  // FINALIZE, and one wait covers both.
+  device_result<typename key_policy::value_type, Outputs...> on_device;
+  const auto done = enqueue_finalize(on_device, false);
+  const std::size_t n = on_device.size();
+  auto& queue = ctx_.compute_queue();
+  std::vector<cl::Event> reads;
+  out.keys.resize(n);
+  if (n > 0) {
+    reads.resize(1 + sizeof...(Outputs));
+    detail::check(queue.enqueueReadBuffer(on_device.keys, CL_FALSE, 0, n * sizeof(typename key_policy::value_type),
+                                          out.keys.data(), nullptr, &reads[0]),
+                  "reading the result keys");
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      ((std::get<I>(out.columns).resize(n),
+        detail::check(queue.enqueueReadBuffer(std::get<I>(on_device.columns), CL_FALSE, 0, n * sizeof(Outputs),
+                                              std::get<I>(out.columns).data(), nullptr, &reads[1 + I]),
+                      "reading a result column")),
+       ...);
+    }(std::index_sequence_for<Outputs...>{});
+  }
+  await_finalize(n, done, reads);
+  clock.stop();
+  finish_stats();
+  out.stats = stats_;
+  return out;
+}
+
+/// Enqueues FINALIZE into new result buffers (`owned`: the caller's, else pooled ones the query
+/// releases) and the read of its count; waits for nothing. The table's size comes from the
+/// counters the last completion (or growth) read: no command has changed them since.
+template <class Bound>
+template <class... Outputs>
+auto aggregation_driver<Bound>::enqueue_finalize(device_result<typename key_policy::value_type, Outputs...>& out,
+                                                 bool owned) -> finalize_events {
+  const std::uint64_t groups = known_meta_[detail::meta_groups] + (known_meta_[detail::meta_special] ? 1 : 0);
+  const std::size_t n = static_cast<std::size_t>(std::max<std::uint64_t>(groups, 1));
+  out.size_ = groups;
+  const auto result_buffer = [&](std::uint64_t bytes, const char* what) {
+    return owned ? allocate_owned(bytes, what) : allocate(bytes, what);
+  };
+  out.keys = result_buffer(n * sizeof(typename key_policy::value_type), "the result's keys");
+  std::apply([&](auto&... b) { ((b = result_buffer(n * sizeof(Outputs), "a result column")), ...); }, out.columns);
+  auto count = allocate(sizeof(cl_ulong), "the result counter");
+  const cl_ulong zero = 0;
+  detail::check(ctx_.compute_queue().enqueueFillBuffer(count, zero, 0, sizeof(cl_ulong)), "clearing the counter");
+  cl::Kernel finalize = ctx_.kernel(home_program_, "gpuagg_finalize");
+  detail::kernels::finalize_args<cl::Buffer, bits_type> args;
+  args.table = table_.arg();
+  args.capacity = static_cast<std::uint32_t>(table_.capacity);
+  args.key_min = key_min();
+  args.meta = meta_;
+  args.count = count;
+  args.key_columns = {out.keys};
+  std::apply([&](const auto&... b) { (args.outputs.push_back(b), ...); }, out.columns);
+  detail::bind_arguments(finalize, "FINALIZE", args);
+  finalize_events done;
+  const std::size_t local = std::min<std::size_t>(256, kernel_work_group_limit(finalize));
+  launch(finalize, cover(table_.capacity + 1, local), local, "FINALIZE", &done.kernel);
+  detail::check(ctx_.compute_queue().enqueueReadBuffer(count, CL_FALSE, 0, sizeof(cl_ulong), finalize_count_,
+                                                       nullptr, &done.count_read),
+                "reading the result count");
+  detail::check(ctx_.compute_queue().flush(), "starting FINALIZE");
+  return done;
+}
+
+/// One wait for FINALIZE, its count and `reads` (the result's copies, queued after them on the
+/// in-order compute queue), then each command's status in queue order and FINALIZE's
+/// profiled time.
+template <class Bound>
+void aggregation_driver<Bound>::await_finalize(std::uint64_t groups, const finalize_events& done, const std::vector<cl::Event>& reads) {
+  (void)(reads.empty() ? done.count_read : reads.back()).wait();
+  settle_deferred();
+  detail::wait_for(done.kernel, "FINALIZE");
+  stats_.finalize_seconds += detail::event_seconds(done.kernel);
+  detail::wait_for(done.count_read, "reading the result count");
+  for (const auto& read : reads) detail::wait_for(read, "reading the result");
+  if (*finalize_count_ != groups) {
+    throw error("internal error: FINALIZE wrote " + std::to_string(*finalize_count_) + " groups, the table holds " +
+                std::to_string(groups));
+  }
+  stats_.groups = groups;
+}
+
+template <class Bound>
+void aggregation_driver<Bound>::finish_stats() {
+  stats_.programs_built = ctx_.programs_built() - builds_before_;
+  stats_.wall_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
+}
+
+}  // namespace gpuagg

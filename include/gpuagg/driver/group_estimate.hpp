@@ -1,0 +1,161 @@
+#pragma once
+// The key sample and the group estimate's stages on the device (estimate.hpp has the
+// arithmetic): the sample's frequencies, then HyperLogLog sketches of a strided sample, then a
+// sketch of every key (device input) or the sample's extrapolation (host input).
+
+#ifndef GPUAGG_DRIVER_HPP
+#error "include <gpuagg/driver.hpp>: driver/*.hpp implement its members"
+#endif
+
+#include <algorithm>
+#include <cstring>
+#include <thread>
+
+#include "../kernels/estimate.hpp"
+#include "kernel_binder.hpp"
+
+namespace gpuagg {
+
+/// The key sample: 16 Ki keys, strided over the input, then each one's right neighbour.
+template <class Bound>
+auto aggregation_driver<Bound>::sample_keys() -> std::vector<bits_type> {
+  const auto& key = columns_.front();
+  const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(rows_, 1u << 14));
+  std::vector<bits_type> sample(2 * n);
+  if (n == 0) return sample;
+  const std::uint64_t stride = rows_ / n;
+  if (!on_device_) {
+    const auto* keys = static_cast<const typename key_policy::value_type*>(key.host);
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::uint64_t row = i * stride;
+      sample[i] = key_policy::to_bits(keys[row]);
+      sample[n + i] = key_policy::to_bits(keys[row + 1 < rows_ ? row + 1 : row]);
+    }
+    return sample;
+  }
+  // A gather kernel, then one read: a strided rectangle read of single elements is slow on
+  // some drivers (one small copy per element).
+  cl::Kernel gather = ctx_.kernel(estimate_program(), "gpuagg_sample");
+  const std::size_t bytes = sample.size() * sizeof(bits_type);
+  cl::Buffer out = allocate(bytes, "the key sample");
+  detail::kernels::sample_args<cl::Buffer> args;
+  args.key_columns = {key.device};
+  args.first = key.offset;
+  args.stride = stride;
+  args.n = static_cast<std::uint32_t>(n);
+  args.rows_end = key.offset + rows_;
+  args.out = out;
+  detail::bind_arguments(gather, "the key sample", args);
+  const std::size_t local =
+      std::min<std::size_t>(256, detail::power_of_two_below(kernel_work_group_limit(gather)));
+  launch(gather, cover(n, local), local, "sampling the key column", nullptr);
+  // Read into pinned memory (a direct copy; a read into pageable memory may be staged).
+  auto [pinned, size_class] = ctx_.pooled_pinned(bytes, "the key sample's host copy");
+  const cl_int read = ctx_.compute_queue().enqueueReadBuffer(out, CL_TRUE, 0, bytes, pinned.mapped);
+  if (read == CL_SUCCESS) std::memcpy(sample.data(), pinned.mapped, bytes);
+  ctx_.recycle_pinned(size_class, pinned);
+  detail::check(read, "reading the key sample");
+  release(bytes);
+  recycle(out);
+  return sample;
+}
+
+/// The group estimate's stages (estimate.hpp): the sample's frequencies; else sketches of a
+/// strided sample; else a sketch of every key (device input) or the sample's extrapolation
+/// (host input, where growth corrects an estimate that is low).
+template <class Bound>
+auto aggregation_driver<Bound>::estimate_groups(const detail::sample_profile& profile) -> group_estimate {
+  if (const auto groups = detail::estimate_from_frequencies(profile.sample_size, profile.distinct, profile.once,
+                                                            profile.twice, rows_)) {
+    return {std::max<std::uint64_t>(*groups, 1), estimate_source::sample};
+  }
+  const auto& key = columns_.front();
+  const std::uint64_t sampled = std::min<std::uint64_t>(rows_, on_device_ ? device_sketch_rows : host_sketch_rows);
+  detail::sketch_evidence evidence;
+  evidence.rows = rows_;
+  evidence.sample_rows = sampled;
+  evidence.sub_rows = (sampled + 3) / 4;
+  const std::uint64_t stride = rows_ / sampled;
+  detail::host_sketch sketch;
+  if (on_device_) {
+    sketch = sketch_on_device(key.device, key.offset, stride, sampled, key.offset + rows_, true);
+  } else {
+    const unsigned threads = opts_.copy_threads ? opts_.copy_threads
+                                                : std::clamp(std::thread::hardware_concurrency(), 1u, 16u);
+    sketch = detail::sketch_host_keys(static_cast<const typename key_policy::value_type*>(key.host), rows_, stride,
+                                      sampled, threads);
+  }
+  evidence.sample_distinct = detail::sketch_estimate(sketch.registers);
+  evidence.sub_distinct = detail::sketch_estimate(sketch.sub_registers);
+  evidence.neighbour_pairs = sketch.neighbour_pairs;
+  evidence.neighbour_equal = sketch.neighbour_equal;
+  const auto frequent = profile.frequent_summary();
+  if (const auto decision = detail::estimate_from_sketch(evidence, frequent); decision.groups) {
+    return {std::max<std::uint64_t>(*decision.groups, 1), estimate_source::sketch};
+  }
+  if (!on_device_) return {std::max<std::uint64_t>(detail::extrapolate_from_sketch(evidence, frequent), 1),
+                           estimate_source::extrapolated};
+  const auto full = sketch_on_device(key.device, key.offset, 1, rows_, key.offset + rows_, false);
+  const double every = detail::sketch_estimate(full.registers);
+  return {static_cast<std::uint64_t>(std::clamp(std::llround(every), 1LL, static_cast<long long>(rows_))),
+          estimate_source::full_sketch};
+}
+
+/// The sketches of `n` keys of `keys`, `stride` rows apart from row `first` (gpuagg_sketch), read
+/// back; `sampled`: also the smaller sample's registers and the neighbours' equality counts.
+template <class Bound>
+detail::host_sketch aggregation_driver<Bound>::sketch_on_device(const cl::Buffer& keys, cl_ulong first,
+                                                                 cl_ulong stride, cl_ulong n, cl_ulong rows_end,
+                                                                 bool sampled) {
+  constexpr std::size_t registers = detail::sketch_registers;
+  const std::uint64_t register_bytes = 2 * registers * sizeof(cl_uint);
+  if (!sketch_registers_()) {
+    sketch_registers_ = allocate(register_bytes, "the group estimate's sketches");
+    sketch_counts_ = allocate(2 * sizeof(cl_ulong), "the group estimate's counts");
+  }
+  auto& queue = ctx_.compute_queue();
+  const cl_uint zero = 0;
+  detail::check(queue.enqueueFillBuffer(sketch_registers_, zero, 0, register_bytes), "clearing the sketches");
+  detail::check(queue.enqueueFillBuffer(sketch_counts_, zero, 0, 2 * sizeof(cl_ulong)), "clearing the counts");
+  cl::Kernel kernel = ctx_.kernel(estimate_program(), "gpuagg_sketch");
+  const std::size_t local =
+      std::min<std::size_t>(256, detail::power_of_two_below(kernel_work_group_limit(kernel)));
+  detail::kernels::sketch_args<cl::Buffer> args;
+  args.key_columns = {keys};
+  args.first = first;
+  args.stride = stride;
+  args.n = n;
+  args.rows_end = rows_end;
+  args.sampled = sampled ? 1 : 0;
+  args.registers = sketch_registers_;
+  args.counts = sketch_counts_;
+  args.scratch = {2 * local * sizeof(cl_uint)};
+  detail::bind_arguments(kernel, "the group estimate's sketch", args);
+  const std::uint64_t groups =
+      std::clamp<std::uint64_t>((n + local - 1) / local, 1, std::uint64_t{ctx_.info().compute_units} * 16);
+  cl::Event done;
+  launch(kernel, static_cast<std::size_t>(groups * local), local, "the group estimate's sketch", &done);
+  auto [pinned, size_class] = ctx_.pooled_pinned(register_bytes + 2 * sizeof(cl_ulong), "the sketches' host copy");
+  auto* host = static_cast<char*>(pinned.mapped);
+  cl_int read = queue.enqueueReadBuffer(sketch_registers_, CL_FALSE, 0, register_bytes, host);
+  if (read == CL_SUCCESS) {
+    read = queue.enqueueReadBuffer(sketch_counts_, CL_TRUE, 0, 2 * sizeof(cl_ulong), host + register_bytes);
+  }
+  detail::host_sketch sketch;
+  if (read == CL_SUCCESS) {
+    const auto* words = reinterpret_cast<const cl_uint*>(host);
+    std::copy(words, words + registers, sketch.registers.begin());
+    std::copy(words + registers, words + 2 * registers, sketch.sub_registers.begin());
+    cl_ulong counts[2];
+    std::memcpy(counts, host + register_bytes, sizeof(counts));
+    sketch.neighbour_pairs = counts[0];
+    sketch.neighbour_equal = counts[1];
+  }
+  ctx_.recycle_pinned(size_class, pinned);
+  detail::check(read, "reading the sketches");
+  detail::wait_for(done, "the group estimate's sketch");
+  stats_.estimate_seconds += detail::event_seconds(done);
+  return sketch;
+}
+
+}  // namespace gpuagg

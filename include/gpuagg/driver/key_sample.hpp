@@ -1,0 +1,134 @@
+#pragma once
+// The key sample's profile, on the host: the sample's key frequencies (the group estimate's
+// first stage, estimate.hpp), its most frequent keys (the skew the default strategy, the run
+// cache and the hot-key table follow) and its runs of equal keys (the configurations for sorted
+// input). The driver takes the sample (driver/group_estimate.hpp); this is pure host code.
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <utility>
+#include <vector>
+
+#include "../estimate.hpp"
+
+namespace gpuagg::detail {
+
+/// What a sample of keys says: its frequencies (distinct keys, keys seen once and twice: stage 1
+/// of the group estimate, estimate.hpp), the share of the sample its most frequent key holds, and
+/// that key. One frequency count serves all.
+struct sample_profile {
+  std::size_t sample_size = 0;
+  std::uint64_t distinct = 0;
+  std::uint64_t once = 0;   ///< keys seen once
+  std::uint64_t twice = 0;  ///< keys seen twice
+  double hottest_key_share = 0;
+  std::uint64_t hottest_key = 0;  ///< the key's bits
+  /// The share of sampled rows (frequent keys aside) whose right neighbour has the same key:
+  /// near 1 for sorted or clustered input, about 1/groups for shuffled input.
+  double runs_share = 0;
+  /// The frequent keys (bits), most frequent first, and their counts in the sample: keys seen at
+  /// least 8 times and at least 4 times as often as the average group (uniform keys have almost
+  /// never any), at most max_frequent_keys. SHARED's hot-key table takes them (kernels/aggregate.hpp), and
+  /// the group estimate sets them aside.
+  std::vector<std::pair<std::uint64_t, std::uint32_t>> frequent;
+
+  frequent_keys_summary frequent_summary() const {
+    frequent_keys_summary summary;
+    if (sample_size == 0) return summary;
+    std::uint64_t covered = 0;
+    for (const auto& [key, count] : frequent) covered += count;
+    summary.keys = frequent.size();
+    summary.share = double(covered) / double(sample_size);
+    return summary;
+  }
+};
+inline constexpr std::size_t max_frequent_keys = 4096;
+
+/// `neighbours[i]`: the key of sample row i's right neighbour in the input (empty: not known).
+template <class Bits>
+sample_profile profile_sample(std::span<const Bits> sample, std::span<const Bits> neighbours = {}) {
+  if (sample.empty()) return {};
+  // Frequencies in a flat open-addressing table (linear probing, at most half full): a
+  // node-based map costs about a millisecond for 16 Ki distinct keys, a query's whole budget
+  // at low cardinality. The table is the thread's scratch, kept between queries and cleared
+  // slot by slot (allocating and zeroing it per query costs more than the count); the counting
+  // loop only counts, the most frequent key is found among the used slots after.
+  std::size_t size = 2;
+  while (size < sample.size() * 2) size *= 2;
+  const std::size_t mask = size - 1;
+  thread_local std::vector<Bits> keys;
+  thread_local std::vector<std::uint32_t> counts;
+  thread_local std::vector<std::uint32_t> used;  // slots in use, in order of first use
+  if (counts.size() < size) {
+    keys.assign(size, Bits{});
+    counts.assign(size, 0);
+  }
+  used.clear();
+  used.reserve(sample.size());  // no allocation (and no exception) while counts are dirty
+  for (const auto key : sample) {
+    std::size_t at = static_cast<std::size_t>((std::uint64_t(key) * 0x9E3779B97F4A7C15ULL) >> 32) & mask;
+    while (counts[at] != 0 && keys[at] != key) at = (at + 1) & mask;
+    if (counts[at]++ == 0) {
+      keys[at] = key;
+      used.push_back(static_cast<std::uint32_t>(at));
+    }
+  }
+  std::uint32_t top = 0;
+  Bits hottest = 0;
+  sample_profile profile;
+  for (const auto at : used) {
+    if (counts[at] > top) {
+      top = counts[at];
+      hottest = keys[at];
+    }
+    profile.once += counts[at] == 1 ? 1 : 0;
+    profile.twice += counts[at] == 2 ? 1 : 0;
+  }
+  profile.distinct = used.size();
+  profile.sample_size = sample.size();
+  profile.hottest_key_share = double(top) / double(sample.size());
+  profile.hottest_key = static_cast<std::uint64_t>(hottest);
+  const double average = double(sample.size()) / double(std::max<std::uint64_t>(profile.distinct, 1));
+  const auto least = static_cast<std::uint32_t>(std::max(8.0, std::ceil(4 * average)));
+  for (const auto at : used) {
+    if (counts[at] >= least) profile.frequent.emplace_back(static_cast<std::uint64_t>(keys[at]), counts[at]);
+    counts[at] = 0;  // the scratch table is empty again for the next sample
+  }
+  const auto by_count = [](const auto& a, const auto& b) {
+    return a.second != b.second ? a.second > b.second : a.first < b.first;
+  };
+  if (profile.frequent.size() > max_frequent_keys) {
+    std::partial_sort(profile.frequent.begin(), profile.frequent.begin() + max_frequent_keys, profile.frequent.end(),
+                      by_count);
+    profile.frequent.resize(max_frequent_keys);
+  } else {
+    std::sort(profile.frequent.begin(), profile.frequent.end(), by_count);
+  }
+  // Runs: how often a sampled row's right neighbour holds the same key, the frequent keys'
+  // rows aside (their neighbours are equal because they are frequent, not because the input
+  // is ordered).
+  if (neighbours.size() == sample.size()) {
+    std::vector<std::uint64_t> frequent_keys;
+    for (const auto& [key, count] : profile.frequent) frequent_keys.push_back(key);
+    std::sort(frequent_keys.begin(), frequent_keys.end());
+    std::size_t pairs = 0;
+    std::size_t equal = 0;
+    for (std::size_t i = 0; i < sample.size(); ++i) {
+      if (std::binary_search(frequent_keys.begin(), frequent_keys.end(), std::uint64_t(sample[i]))) continue;
+      ++pairs;
+      equal += sample[i] == neighbours[i] ? 1 : 0;
+    }
+    profile.runs_share = pairs > 0 ? double(equal) / double(pairs) : 0.0;
+  }
+  return profile;
+}
+
+template <class Bits>
+sample_profile profile_sample(const std::vector<Bits>& sample) {
+  return profile_sample(std::span<const Bits>(sample));
+}
+
+}  // namespace gpuagg::detail

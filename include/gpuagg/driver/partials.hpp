@@ -1,0 +1,118 @@
+#pragma once
+// Partial aggregates: a table's groups exported as they are (EXPORT: keys as table words,
+// accumulators not finalized), and another table's export taken in (MERGE, after the table has
+// grown to hold both). Drivers on several devices, or in several processes, aggregate disjoint
+// rows and meet this way before one FINALIZE.
+
+#ifndef GPUAGG_DRIVER_HPP
+#error "include <gpuagg/driver.hpp>: driver/*.hpp implement its members"
+#endif
+
+#include <cstring>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "../kernels/table.hpp"
+#include "kernel_binder.hpp"
+
+namespace gpuagg {
+
+template <class Bound>
+auto aggregation_driver<Bound>::export_partial() -> partial_type {
+  partial_type out;
+  if (!table_ready_) return out;
+  if (next_row_ < rows_) run_remaining();
+  detail::phase_clock clock(stats_.host.finalize);
+  detail::check(ctx_.compute_queue().finish(), "waiting for AGGREGATE");
+  settle_deferred();
+  const std::uint64_t groups = known_meta_[detail::meta_groups] + (known_meta_[detail::meta_special] ? 1 : 0);
+  const std::size_t n = static_cast<std::size_t>(std::max<std::uint64_t>(groups, 1));
+  table_buffers exported = make_buffers(n - 1, "an exported partial aggregate");  // n entries
+  cl::Buffer count = allocate(sizeof(cl_ulong), "the export counter");
+  const cl_ulong zero = 0;
+  auto& queue = ctx_.compute_queue();
+  detail::check(queue.enqueueFillBuffer(count, zero, 0, sizeof(cl_ulong)), "clearing the export counter");
+  cl::Kernel kernel = ctx_.kernel(home_program_, "gpuagg_export");
+  detail::kernels::export_args<cl::Buffer, bits_type> args;
+  args.table = table_.arg();
+  args.capacity = static_cast<std::uint32_t>(table_.capacity);
+  args.key_min = key_min();
+  args.meta = meta_;
+  args.count = count;
+  args.out = exported.arg();
+  detail::bind_arguments(kernel, "EXPORT", args);
+  const std::size_t local = std::min<std::size_t>(256, kernel_work_group_limit(kernel));
+  cl::Event done;
+  launch(kernel, cover(table_.capacity + 1, local), local, "EXPORT", &done);
+  cl_ulong written = 0;
+  detail::check(queue.enqueueReadBuffer(count, CL_TRUE, 0, sizeof(cl_ulong), &written), "reading the export count");
+  detail::wait_for(done, "EXPORT");
+  stats_.finalize_seconds += detail::event_seconds(done);
+  if (written != groups) {
+    throw error("internal error: EXPORT wrote " + std::to_string(written) + " groups, the table holds " +
+                std::to_string(groups));
+  }
+  out.keys.resize(groups);
+  if (groups > 0) {
+    detail::check(queue.enqueueReadBuffer(exported.keys, CL_TRUE, 0, groups * sizeof(bits_type), out.keys.data()),
+                  "reading the exported keys");
+    [&]<std::size_t... J>(std::index_sequence<J...>) {
+      ((std::get<J>(out.accumulators).resize(groups),
+        detail::check(queue.enqueueReadBuffer(exported.accs[J], CL_TRUE, 0, groups * sizeof(acc_t<J>),
+                                              std::get<J>(out.accumulators).data()),
+                      "reading the exported accumulators")),
+       ...);
+    }(std::make_index_sequence<aggregate_count>{});
+  }
+  release(table_bytes(exported) + sizeof(cl_ulong));
+  recycle(exported);
+  recycle(count);
+  return out;
+}
+
+template <class Bound>
+void aggregation_driver<Bound>::absorb(const partial_type& partial) {
+  const std::uint64_t n = partial.size();
+  [&]<std::size_t... J>(std::index_sequence<J...>) {
+    if (((std::get<J>(partial.accumulators).size() != n) || ...)) {
+      throw invalid_argument_error("absorb: a partial aggregate's accumulator columns differ from its keys in length");
+    }
+  }(std::make_index_sequence<aggregate_count>{});
+  if (n == 0) return;
+  if (!table_ready_) setup_for_partials(n);
+  if (next_row_ < rows_ && !shared_rows_) run_remaining();
+  detail::phase_clock clock(stats_.host.growth);
+  detail::check(ctx_.compute_queue().finish(), "waiting for AGGREGATE");
+  settle_deferred();
+  // Room for both at the load factor (direct addressing's table is its whole domain already).
+  if constexpr (!identity_scheme) {
+    const std::uint64_t groups = known_meta_[detail::meta_groups];
+    if (double(groups + n) > opts_.max_load_factor * double(table_.capacity)) {
+      clock.stop();
+      grow(n);
+    }
+  }
+  table_buffers incoming = make_buffers(n - 1, "a partial aggregate to absorb");  // n entries
+  auto& queue = ctx_.compute_queue();
+  detail::check(queue.enqueueWriteBuffer(incoming.keys, CL_FALSE, 0, n * sizeof(bits_type), partial.keys.data()),
+                "copying a partial aggregate's keys");
+  [&]<std::size_t... J>(std::index_sequence<J...>) {
+    (detail::check(queue.enqueueWriteBuffer(incoming.accs[J], CL_FALSE, 0, n * sizeof(acc_t<J>),
+                                            std::get<J>(partial.accumulators).data()),
+                   "copying a partial aggregate's accumulators"),
+     ...);
+  }(std::make_index_sequence<aggregate_count>{});
+  merge(incoming, n, 0);  // every entry a real key, EMPTY_KEY's bits included
+  const auto meta = read_meta_settled();
+  if (meta[detail::meta_lost]) {
+    throw key_out_of_domain_error(identity_scheme ? "absorb: a partial aggregate's key lies outside the domain"
+                                                  : "internal error: absorbing a partial aggregate found no bucket");
+  }
+  known_meta_ = meta;
+  planner_->observe_groups(meta[detail::meta_groups]);
+  release(table_bytes(incoming));
+  recycle(incoming);
+}
+
+}  // namespace gpuagg

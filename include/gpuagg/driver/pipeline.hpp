@@ -1,0 +1,222 @@
+#pragma once
+// The blocks: each is copied to the device (host input), ordered by table region where the
+// table outgrows the cache (PARTITION), aggregated with its strategy and thread configuration,
+// then completed: its counters read, the table grown if it filled.
+
+#ifndef GPUAGG_DRIVER_HPP
+#error "include <gpuagg/driver.hpp>: driver/*.hpp implement its members"
+#endif
+
+#include <deque>
+#include <sstream>
+
+#include "../kernels/aggregate.hpp"
+#include "../runtime/host_copy.hpp"
+#include "kernel_binder.hpp"
+
+namespace gpuagg {
+
+template <class Bound>
+double aggregation_driver<Bound>::run_block(const execution_params& params) {
+  if (blocks_left() == 0) throw invalid_argument_error("run_block: no block left");
+  require_runnable(params);
+  auto block = enqueue_block(params, slice_rows_);
+  return complete(block);
+}
+
+template <class Bound>
+void aggregation_driver<Bound>::run_remaining(const std::optional<execution_params>& params) {
+  if (next_row_ >= rows_) return;
+  if (params) require_runnable(*params);
+  std::deque<pending_block> in_flight;
+  while (next_row_ < rows_) {
+    if (in_flight.size() >= window_) {
+      complete(in_flight.front());
+      in_flight.pop_front();
+    }
+    in_flight.push_back(enqueue_block(params ? *params : planner_->default_params(), block_rows_));
+  }
+  while (!in_flight.empty()) {
+    complete(in_flight.front());
+    in_flight.pop_front();
+  }
+}
+
+template <class Bound>
+template <class NextRange>
+void aggregation_driver<Bound>::run_blocks(NextRange&& next) {
+  if (rows_ == 0) return;
+  shared_rows_ = true;
+  next_row_ = rows_;  // the rows are handed out; finalize runs none itself
+  std::deque<pending_block> in_flight;
+  while (const std::optional<std::pair<std::uint64_t, std::uint64_t>> range = next()) {
+    const auto [first, count] = *range;
+    if (count == 0) continue;
+    if (first + count > rows_ || count > block_rows_) {
+      throw invalid_argument_error("run_blocks: rows [" + std::to_string(first) + ", " +
+                                   std::to_string(first + count) + ") are not a block of this input");
+    }
+    if (in_flight.size() >= window_) {
+      complete(in_flight.front());
+      in_flight.pop_front();
+    }
+    in_flight.push_back(enqueue_rows(planner_->default_params(), first, count));
+  }
+  while (!in_flight.empty()) {
+    complete(in_flight.front());
+    in_flight.pop_front();
+  }
+}
+
+template <class Bound>
+void aggregation_driver<Bound>::require_runnable(const execution_params& params) const {
+  if (auto why = planner_->infeasibility(params, false); !why.empty()) {
+    std::ostringstream text;
+    text << "cannot run " << params << " for this query: " << why;
+    throw invalid_argument_error(text.str());
+  }
+}
+
+/// Enqueues the next block of at most `rows` rows with `params`; waits for nothing.
+template <class Bound>
+auto aggregation_driver<Bound>::enqueue_block(const execution_params& params, std::size_t rows) -> pending_block {
+  const std::uint64_t first = next_row_;
+  const std::uint64_t count = std::min<std::uint64_t>(rows, rows_ - first);
+  next_row_ += count;
+  return enqueue_rows(params, first, count);
+}
+
+/// Enqueues rows [first, first + count) as one block with `params`; waits for nothing.
+template <class Bound>
+auto aggregation_driver<Bound>::enqueue_rows(const execution_params& params, std::uint64_t first,
+                                             std::uint64_t count) -> pending_block {
+  const detail::phase_clock clock(stats_.host.enqueue);
+  pending_block pending;
+  pending.slot = blocks_enqueued_++ % window_;
+  pending.generation = generation_;
+  pending.params = params;
+  pending.rows = count;
+
+  std::vector<cl::Event> ready;
+  std::vector<cl::Buffer> inputs;
+  cl_ulong row_begin = 0;
+  cl_ulong row_end = count;
+  if (on_device_) {
+    for (const auto& c : columns_) inputs.push_back(c.device);
+    row_begin = columns_.front().offset + first;
+    row_end = row_begin + count;
+  } else {
+    auto& slot = staging_[pending.slot];
+    for (std::size_t c = 0; c < columns_.size(); ++c) {
+      const auto& column = columns_[c];
+      const std::size_t bytes = count * column.element_size;
+      const char* source = static_cast<const char*>(column.host) + first * column.element_size;
+      if (!pinned_input_[c]) {
+        detail::parallel_copy(slot.mapped[c], source, bytes, opts_.copy_threads ? opts_.copy_threads : 16);
+        source = static_cast<const char*>(slot.mapped[c]);
+      }
+      cl::Event copied;
+      detail::check(ctx_.transfer_queue().enqueueWriteBuffer(slot.device[c], CL_FALSE, 0, bytes, source, nullptr,
+                                                             &copied),
+                    "copying an input block to the device");
+      ready.push_back(copied);
+      inputs.push_back(slot.device[c]);
+    }
+    detail::check(ctx_.transfer_queue().flush(), "starting the input copy");
+  }
+
+  if (const auto parts = planner_->partitions(count, table_.capacity, table_.interleaved); parts > 1) {
+    partition(inputs, row_begin, row_end, parts, ready, pending.partition);
+    row_begin = 0;
+    row_end = count;
+    ready.clear();
+  }
+
+  const kernel_variant variant = planner_->variant_for(params);
+  pending.hot_table = variant.hot_table;
+  pending.cold_queue = variant.cold_queue;
+  cl::Kernel& kernel = aggregate_kernel(variant);
+  detail::kernels::aggregate_args<cl::Buffer, bits_type> args;
+  args.columns = inputs;
+  args.row_begin = row_begin;
+  args.row_end = row_end;
+  args.table = table_.arg();
+  args.bits = table_.bits;
+  args.capacity = static_cast<std::uint32_t>(table_.capacity);
+  args.key_min = key_min();
+  args.max_probes = planner_->max_probes(table_.capacity);
+  args.meta = meta_;
+  args.spill = spill_.arg();
+  args.spill_capacity = static_cast<std::uint32_t>(spill_capacity_);
+  args.plain_key_reads = planner_->plain_key_reads(table_.capacity, table_.interleaved) ? 1 : 0;
+  if (variant.run_cache) {
+    // The hot-key register: the sample's most frequent key, when the sample was taken (without
+    // one, the register stays unused).
+    args.run_cache = detail::kernels::run_cache_args<bits_type>{hot_key_, planner_->profile().sampled ? 1u : 0u};
+  }
+  // The strategy's own parameters follow (its policy, strategy.hpp).
+  strategy_view view{*this};
+  visit_strategy(params.strategy, [&](auto policy) {
+    detail::bind_arguments(kernel, "AGGREGATE", args, decltype(policy)::aggregate_args(view, params, variant));
+  });
+  const auto& config = params.config;
+  // The work-group size was checked against this kernel's cached limit by require_runnable()
+  // (or comes from initial_config(), clamped to it): no per-block driver query.
+  const std::size_t local = config.work_group_size;
+  const auto global = static_cast<std::size_t>(planner_->total_threads(config));
+  launch(kernel, global, local, "AGGREGATE", &pending.kernel, ready.empty() ? nullptr : &ready);
+  detail::check(ctx_.compute_queue().enqueueReadBuffer(meta_, CL_FALSE, 0, detail::meta_words * sizeof(cl_ulong),
+                                                       meta_mirror_ + pending.slot * detail::meta_words,
+                                                       nullptr, &pending.meta_read),
+                "reading the query's counters");
+  detail::check(ctx_.compute_queue().flush(), "starting AGGREGATE");
+  return pending;
+}
+
+/// Waits for a block, records it, and grows the table if it filled.
+template <class Bound>
+double aggregation_driver<Bound>::complete(pending_block& block) {
+  detail::phase_clock waiting(stats_.host.wait);
+  // One wait, for the counters' read: it follows AGGREGATE (and INITIALIZE, PARTITION) on the
+  // in-order compute queue, so they have finished too. Their statuses are checked in queue
+  // order, so a failure is named by the command that failed.
+  (void)block.meta_read.wait();
+  settle_deferred();
+  detail::wait_for(block.kernel, "AGGREGATE");
+  detail::wait_for(block.meta_read, "reading the query's counters");
+  waiting.stop();
+  const double aggregate = detail::event_seconds(block.kernel);
+  double partition = 0;
+  for (const auto& event : block.partition) partition += detail::event_seconds(event);
+  stats_.blocks.push_back({block.params, block.rows, aggregate, partition, block.hot_table, block.cold_queue});
+  stats_.aggregate_seconds += aggregate;
+  stats_.partition_seconds += partition;
+  const double seconds = aggregate + partition;
+  if (block.generation != generation_) return seconds;  // a growth since has accounted for it
+  const cl_ulong* meta = meta_mirror_ + block.slot * detail::meta_words;
+  if (meta[detail::meta_lost]) throw error("internal error: the spill area overflowed");
+  std::copy(meta, meta + detail::meta_words, known_meta_.begin());
+  planner_->observe_groups(meta[detail::meta_groups]);
+  if (meta[detail::meta_spilled] > 0) {
+    if constexpr (identity_scheme) {
+      throw key_out_of_domain_error("a key lies outside the domain [min, min + " +
+                                    std::to_string(opts_.domain->size - 1) +
+                                    "] given for direct_addressing; widen options::domain or use hashing<>");
+    }
+    grow();
+  } else if (!identity_scheme && (next_row_ < rows_ || shared_rows_) &&
+             double(meta[detail::meta_groups]) > opts_.max_load_factor * double(table_.capacity)) {
+    grow();
+  }
+  return seconds;
+}
+
+template <class Bound>
+void aggregation_driver<Bound>::launch(cl::Kernel& kernel, std::size_t global, std::size_t local, const char* what,
+                                       cl::Event* done, const std::vector<cl::Event>* wait) {
+  detail::check(ctx_.compute_queue().enqueueNDRangeKernel(kernel, cl::NullRange, cl::NDRange(global),
+                                                          cl::NDRange(local), wait, done),
+                what);
+}
+
+}  // namespace gpuagg

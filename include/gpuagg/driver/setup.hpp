@@ -1,0 +1,191 @@
+#pragma once
+// Setting a query up: the input checked, the key sample taken and profiled, the groups
+// estimated (or taken from the hint or the domain), the plan made, the programs it may run built
+// side by side, and the buffers allocated. Nothing here waits for the device.
+
+#ifndef GPUAGG_DRIVER_HPP
+#error "include <gpuagg/driver.hpp>: driver/*.hpp implement its members"
+#endif
+
+#include <algorithm>
+#include <span>
+#include <string>
+#include <tuple>
+
+namespace gpuagg {
+
+template <class Bound>
+aggregation_driver<Bound>::aggregation_driver(context& ctx, const options& opts, std::vector<detail::column_data> columns)
+    : ctx_(ctx), opts_(opts), columns_(std::move(columns)), started_(std::chrono::steady_clock::now()) {
+  validate();
+  rows_ = columns_.front().rows;
+  on_device_ = columns_.front().on_device();
+  std::uint32_t widest = 1;
+  for (const auto& c : columns_) widest = std::max<std::uint32_t>(widest, static_cast<std::uint32_t>(c.element_size));
+  shape_ = query_shape::of<Bound>(widest, identity_scheme ? opts_.domain->size : 0);
+  stats_.device = ctx_.info().name;
+  stats_.rows = rows_;
+  builds_before_ = ctx_.programs_built();
+  if (rows_ > 0) {
+    setup();
+  } else {
+    make_planner({});
+  }
+  stats_.setup_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
+}
+
+template <class Bound>
+void aggregation_driver<Bound>::validate() {
+  if (columns_.empty()) throw invalid_argument_error("group_by needs a key column");
+  const auto rows = columns_.front().rows;
+  for (std::size_t i = 1; i < columns_.size(); ++i) {
+    if (columns_[i].rows != rows) {
+      throw invalid_argument_error("column lengths differ: the key column has " + std::to_string(rows) +
+                                   " rows, value column " + std::to_string(i - 1) + " has " +
+                                   std::to_string(columns_[i].rows));
+    }
+  }
+  const bool device = columns_.front().on_device();
+  for (const auto& c : columns_) {
+    if (c.on_device() != device) {
+      throw invalid_argument_error("columns must be all on the host or all on the device");
+    }
+    if (device && c.offset != columns_.front().offset) {
+      throw invalid_argument_error("device columns must share one element offset");
+    }
+  }
+  if (!(opts_.max_load_factor > 0.0 && opts_.max_load_factor <= 0.9)) {
+    throw invalid_argument_error("max_load_factor must lie in (0, 0.9]");
+  }
+  if (opts_.block_bytes && *opts_.block_bytes == 0) throw invalid_argument_error("block_bytes must be positive");
+  if (opts_.tuning_block_bytes && *opts_.tuning_block_bytes == 0) {
+    throw invalid_argument_error("tuning_block_bytes must be positive");
+  }
+  if ((opts_.partitions & (opts_.partitions - 1)) != 0 || opts_.partitions > detail::max_partitions) {
+    throw invalid_argument_error("partitions must be 0 (automatic), 1 (none) or a power of two up to " +
+                                 std::to_string(detail::max_partitions));
+  }
+  if ((opts_.local_table_copies & (opts_.local_table_copies - 1)) != 0) {
+    throw invalid_argument_error("local_table_copies must be 0 (automatic) or a power of two");
+  }
+  if constexpr (identity_scheme) {
+    if (!opts_.domain || !opts_.domain->valid) {
+      throw invalid_argument_error("direct_addressing needs options::domain = {min, max} with min <= max");
+    }
+    if (opts_.domain->size == 0 || opts_.domain->size >= (std::uint64_t{1} << 31)) {
+      throw invalid_argument_error("direct_addressing supports key domains of 1 to 2^31 - 1 keys");
+    }
+  }
+  if (!ctx_.info().int64_atomics) {
+    throw unsupported_error(ctx_.info().name + " lacks cl_khr_int64_base_atomics, which gpuagg needs");
+  }
+}
+
+template <class Bound>
+void aggregation_driver<Bound>::setup() {
+  // The key sample (16 Ki, strided): the group estimate's first stage, the skew the default
+  // strategy, the run cache and the hot-key table follow, the runs the configuration follows;
+  // skipped only when the caller fixed every one of these.
+  const bool estimate = !identity_scheme && !opts_.expected_groups;
+  detail::sample_profile profile;
+  if (estimate || !opts_.strategy || !opts_.config || !opts_.run_cache || opts_.hot_table.value_or(true)) {
+    detail::phase_clock sampling(stats_.host.sample);
+    const auto sample = sample_keys();
+    sampling.stop();
+    const detail::phase_clock counting(stats_.host.profile);
+    const std::size_t n = sample.size() / 2;
+    profile = detail::profile_sample(std::span<const bits_type>(sample.data(), n),
+                                     std::span<const bits_type>(sample.data() + n, n));
+  }
+  hot_key_ = static_cast<bits_type>(profile.hottest_key);
+  group_estimate groups;
+  if constexpr (identity_scheme) {
+    groups = {opts_.domain->size, estimate_source::domain};
+  } else if (opts_.expected_groups) {
+    groups = {std::max<std::uint64_t>(*opts_.expected_groups, 1), estimate_source::hint};
+  } else {
+    const detail::phase_clock clock(stats_.host.estimate);
+    groups = estimate_groups(profile);
+  }
+  stats_.expected_groups = groups.groups;
+  stats_.expected_groups_estimated = estimate;
+  stats_.estimate_source = groups.source;
+  make_planner(profile, groups);
+  const std::uint64_t capacity = planner_->initial_table_capacity();
+  interleaved_ = planner_->interleaved(capacity);
+  for (std::size_t i = 0; i < planner_->hot_keys().keys; ++i) {
+    hot_keys_.push_back(static_cast<bits_type>(profile.frequent[i].first));
+  }
+  // The programs whose kernel limits the plan's choice reads build side by side. The first
+  // program also provides INITIALIZE, MERGE and FINALIZE.
+  detail::phase_clock programs(stats_.host.programs);
+  std::vector<context::program_request> needed;
+  for (const auto strategy : planner_->strategies_to_build()) needed.push_back(program_request({strategy}));
+  ctx_.prefetch(needed);
+  home_program_ = program({planner_->default_params().strategy});
+  programs.stop();
+  make_table_and_counters(capacity);
+  spill_capacity_ = static_cast<std::uint64_t>(block_rows_) * window_;
+  if (spill_capacity_ >= (std::uint64_t{1} << 32)) throw invalid_argument_error("block_bytes is too large");
+  spill_ = make_buffers(spill_capacity_, "the spill area");
+  if (!on_device_) make_staging();
+}
+
+/// The counters, their pinned host copy and the table: what every query with a table holds.
+template <class Bound>
+void aggregation_driver<Bound>::make_table_and_counters(std::uint64_t capacity) {
+  const detail::phase_clock buffers(stats_.host.buffers);
+  // Nothing in the set-up waits for the device: the counters' clear and INITIALIZE precede
+  // every AGGREGATE on the in-order compute queue, and their errors and profiled times are
+  // collected at the first wait for a block (settle_deferred()).
+  meta_ = allocate(detail::meta_words * sizeof(cl_ulong), "the query's counters");
+  clear_meta(0, detail::meta_words, "clearing the query's counters");
+  // The counters are read back into pinned memory: a non-blocking read into pageable memory
+  // may be staged, or done synchronously, by the driver.
+  std::tie(readback_, readback_class_) =
+      ctx_.pooled_pinned((window_ * detail::meta_words + 1) * sizeof(cl_ulong), "the counters' host copy");
+  meta_mirror_ = static_cast<cl_ulong*>(readback_.mapped);
+  finalize_count_ = meta_mirror_ + window_ * detail::meta_words;
+  table_ = make_table(capacity);
+  table_ready_ = true;
+}
+
+/// A query over no rows that absorbs partial aggregates (driver/partials.hpp): its table, sized
+/// for the first partial's `groups`, and the programs of its plan.
+template <class Bound>
+void aggregation_driver<Bound>::setup_for_partials(std::uint64_t groups) {
+  group_estimate planned{std::max<std::uint64_t>(groups, 1), estimate_source::hint};
+  if constexpr (identity_scheme) planned = {opts_.domain->size, estimate_source::domain};
+  stats_.expected_groups = planned.groups;
+  stats_.estimate_source = planned.source;
+  make_planner({}, planned);
+  const std::uint64_t capacity = planner_->initial_table_capacity();
+  interleaved_ = planner_->interleaved(capacity);
+  {
+    const detail::phase_clock programs(stats_.host.programs);
+    home_program_ = program({planner_->default_params().strategy});
+  }
+  make_table_and_counters(capacity);
+}
+
+template <class Bound>
+void aggregation_driver<Bound>::make_planner(const detail::sample_profile& sample, group_estimate groups) {
+  input_profile profile;
+  profile.rows = rows_;
+  profile.on_device = on_device_;
+  profile.expected_groups = groups.groups;
+  profile.source = groups.source;
+  profile.sampled = sample.sample_size > 0;
+  profile.hottest_key_share = sample.hottest_key_share;
+  profile.runs_share = sample.runs_share;
+  profile.sample_size = sample.sample_size;
+  for (const auto& [key, count] : sample.frequent) profile.frequent_counts.push_back(count);
+  planner_.emplace(ctx_.info(), shape_, std::move(profile), opts_,
+                   [this](const kernel_variant& variant) { return kernel_limit(variant); });
+  block_rows_ = planner_->block_rows();
+  slice_rows_ = planner_->tuning_block_rows();
+  window_ = planner_->window();
+  stats_.plan_level = planner_->entry().level;
+}
+
+}  // namespace gpuagg

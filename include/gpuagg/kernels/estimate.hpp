@@ -1,0 +1,124 @@
+#pragma once
+// The group estimate's kernels, in a program of their own (the key policy and the sketch's hash
+// only, so the estimate builds nothing big): the key sample and the HyperLogLog sketches
+// (estimate.hpp), with their argument structs.
+
+#include <cstdint>
+#include <vector>
+
+#include "../detail/fixed_string.hpp"
+#include "args.hpp"
+
+namespace gpuagg::detail::kernels {
+
+// The key sample (the group estimate's first stage and the skew measure): n keys, `stride` rows
+// apart, from row `first`. A program of its own (key policy and the sketch's hash only), so the
+// estimate builds nothing big.
+// Each sampled row's right neighbour (the row itself at rows_end - 1) goes to out[n + i]: the
+// runs of equal keys that sorted input shows.
+inline constexpr fixed_string sample_kernel{R"CLC(
+__kernel void gpuagg_sample(KEY_PARAMS, const ulong first, const ulong stride, const uint n, const ulong rows_end,
+                            __global KEY_T* restrict out) {
+  for (uint i = get_global_id(0); i < n; i += get_global_size(0)) {
+    const ulong row = first + (ulong)i * stride;
+    out[i] = KEY_LOAD(row);
+    out[n + i] = KEY_LOAD(row + 1ul < rows_end ? row + 1ul : row);
+  }
+}
+
+// The group estimate's sketches (estimate.hpp): the keys of rows first, first + stride, ...
+// (n rows) raise HyperLogLog registers regs[0, 2^P) to their rank. With `sampled` set (a strided
+// sample), every fourth of them also raises regs[2^P, 2^(P+1)) (the smaller sample), and each is
+// compared with its right neighbour (below rows_end): counts[0] += pairs, counts[1] += equal.
+// A register is read (a cacheable read: a stale value only costs an atomic that changes
+// nothing) before its atomic: ranks saturate, so most rows only read.
+__kernel void gpuagg_sketch(KEY_PARAMS, const ulong first, const ulong stride, const ulong n, const ulong rows_end,
+                            const uint sampled, __global uint* regs, __global ulong* restrict counts,
+                            __local uint* restrict scratch) {
+  __global const uint* cached = regs;
+  uint pairs = 0u;
+  uint equal = 0u;
+  for (ulong i = get_global_id(0); i < n; i += get_global_size(0)) {
+    const ulong row = first + i * stride;
+    const KEY_T key = KEY_LOAD(row);
+    const ulong h = gpuagg_sketch_hash((ulong)key);
+    const uint index = (uint)(h >> (64u - GPUAGG_SKETCH_P));
+    const ulong rest = h << GPUAGG_SKETCH_P;
+    const uint rank = rest == 0ul ? GPUAGG_SKETCH_MAX_RANK : (uint)clz(rest) + 1u;
+    if (cached[index] < rank) atomic_max(regs + index, rank);
+    if (sampled != 0u) {
+      const uint sub = (1u << GPUAGG_SKETCH_P) + index;
+      if ((i & 3ul) == 0ul && cached[sub] < rank) atomic_max(regs + sub, rank);
+      if (row + 1ul < rows_end) {
+        ++pairs;
+        equal += KEY_LOAD(row + 1ul) == key ? 1u : 0u;
+      }
+    }
+  }
+  if (sampled == 0u) return;
+  const uint lid = get_local_id(0);
+  const uint width = get_local_size(0);
+  scratch[2u * lid] = pairs;
+  scratch[2u * lid + 1u] = equal;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (uint step = width / 2u; step > 0u; step /= 2u) {
+    if (lid < step) {
+      scratch[2u * lid] += scratch[2u * (lid + step)];
+      scratch[2u * lid + 1u] += scratch[2u * (lid + step) + 1u];
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  if (lid == 0u) {
+    atom_add(counts, (ulong)scratch[0]);
+    atom_add(counts + 1, (ulong)scratch[1]);
+  }
+}
+)CLC"};
+
+/// gpuagg_sample(KEY_PARAMS, first, stride, n, rows_end, out).
+template <class Buffer>
+struct sample_args {
+  std::vector<Buffer> key_columns;
+  std::uint64_t first = 0;
+  std::uint64_t stride = 1;
+  std::uint32_t n = 0;
+  std::uint64_t rows_end = 0;
+  Buffer out;
+  template <class F>
+  void for_each(F& f) const {
+    f(key_columns);
+    f(first);
+    f(stride);
+    f(n);
+    f(rows_end);
+    f(out);
+  }
+};
+
+/// gpuagg_sketch(KEY_PARAMS, first, stride, n, rows_end, sampled, regs, counts, scratch).
+template <class Buffer>
+struct sketch_args {
+  std::vector<Buffer> key_columns;
+  std::uint64_t first = 0;
+  std::uint64_t stride = 1;
+  std::uint64_t n = 0;
+  std::uint64_t rows_end = 0;
+  std::uint32_t sampled = 0;
+  Buffer registers;
+  Buffer counts;
+  local_memory scratch;  ///< two words per work item
+  template <class F>
+  void for_each(F& f) const {
+    f(key_columns);
+    f(first);
+    f(stride);
+    f(n);
+    f(rows_end);
+    f(sampled);
+    f(registers);
+    f(counts);
+    f(scratch);
+  }
+};
+
+}  // namespace gpuagg::detail::kernels

@@ -1,0 +1,211 @@
+#pragma once
+// WORKGROUPLOCAL's AGGREGATE kernel and the parameters it adds: the local table's, and the
+// cold-row queue's in builds with -DGPUAGG_COLD_QUEUE.
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "../detail/fixed_string.hpp"
+#include "aggregate.hpp"
+
+namespace gpuagg::detail::kernels {
+
+// WORKGROUPLOCAL (section 2.2): the work items of a work group share a table in local memory,
+// merged into the global table at the end of the block. A row the local table cannot hold
+// (full, or too long a probe) goes to the global table directly.
+// Beyond the paper: a small table is replicated `copies` times (a power of two, interleaved:
+// bucket b of copy c at b * copies + c), and work item i uses copy i % copies, so the lanes of
+// a SIMD group that share a hot key update different words instead of serializing on one. At
+// the end the copies are folded into copy 0 in local memory, and only copy 0 goes to the
+// global table: one global update per group and work group, as with a single copy.
+inline constexpr fixed_string aggregate_workgroup_local{R"CLC(
+#define GPUAGG_LOCAL_MAX_PROBES 64u
+// Direct addressing's local table (GPUAGG_DENSE_TABLE), like its global one, keeps no keys:
+// entry s (bucket s / copies of copy s % copies) holds key key_min + s / copies, and l_keys holds
+// a bitmap of the entries in use (bit s % 32 of word s / 32), so a larger table fits in local
+// memory (8 bytes and a bit a bucket for a 64-bit sum, not 12).
+// Every key has its own bucket.
+#if GPUAGG_DENSE_TABLE
+inline uint gpuagg_insert_dense_local(__local uint* used, KEY_T k, uint capacity, KEY_T key_min, uint stride,
+                                      uint lane) {
+  const uint b = gpuagg_home(k, 0u, capacity, key_min);
+  if (b == GPUAGG_NO_SLOT) return GPUAGG_NO_SLOT;
+  const uint s = b * stride + lane;
+  const uint bit = 1u << (s & 31u);
+  if ((used[s >> 5] & bit) == 0u) atomic_or(used + (s >> 5), bit);
+  return b;
+}
+#define GPUAGG_LOCAL_USED(s) (((((__local const uint*)l_keys)[(s) >> 5] >> ((s) & 31u)) & 1u) != 0u)
+#endif
+#ifdef GPUAGG_COLD_QUEUE
+#define GPUAGG_COLD_QUEUE_PARAMS , __local KEY_T* q_keys, __local uint* q_rows, const uint cold_rows
+#else
+#define GPUAGG_COLD_QUEUE_PARAMS
+#endif
+__kernel void gpuagg_aggregate(GPUAGG_AGGREGATE_PARAMS, __local KEY_T* l_keys ACC_PARAMS(__local, l_),
+                               const uint local_bits, const uint local_capacity, const uint copies
+                               GPUAGG_COLD_QUEUE_PARAMS) {
+  __local uint l_special;
+  GPUAGG_REBIND(g_, __global)
+  GPUAGG_BEGIN_COUNTS()
+  const uint entries = (local_capacity + 1u) * copies;
+  for (uint s = get_local_id(0); s < entries; s += get_local_size(0)) {
+#if GPUAGG_DENSE_TABLE
+    if (s < (entries + 31u) / 32u) ((__local uint*)l_keys)[s] = 0u;
+#else
+    l_keys[s] = EMPTY_KEY;
+#endif
+    ACC_INIT(l_, s)
+  }
+  if (get_local_id(0) == 0) l_special = 0;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  const uint local_probes = min(local_capacity, GPUAGG_LOCAL_MAX_PROBES);
+  const uint copy = get_local_id(0) & (copies - 1u);
+  uint local_claimed = 0;
+#if GPUAGG_DENSE_TABLE
+#define GPUAGG_LOCAL_SLOT(k) gpuagg_insert_dense_local((__local uint*)l_keys, k, local_capacity, key_min, copies, copy)
+#else
+#define GPUAGG_LOCAL_SLOT(k) \
+  gpuagg_insert_local(l_keys, k, local_bits, local_capacity, key_min, local_probes, &local_claimed, copies, copy, 1u)
+#endif
+#define GPUAGG_LOCAL_LOADED(k, P) { \
+  const uint ls_ = GPUAGG_LOCAL_SLOT(k); \
+  if (ls_ != GPUAGG_NO_SLOT) { \
+    if (ls_ == local_capacity) l_special = 1; \
+    ACC_COMBINE_LOADED(local, l_, ls_ * copies + copy, P) \
+  } else { \
+    GPUAGG_LOADED_TO_GLOBAL(k, P) \
+  } }
+#ifdef GPUAGG_COLD_QUEUE
+  // Built with -DGPUAGG_COLD_QUEUE (with GPUAGG_RUN_CACHE, for a dominant key): rows of the hot
+  // key go to the hot-key register; every other row is queued in local memory (its key and
+  // its offset in the block), and after each round of `cold_rows` rows per work item the
+  // whole work group drains the queue into the local table, every lane busy. Without it a SIMD
+  // group would run the cold rows' path at each step for its few cold lanes. Rounds are
+  // counted alike for the whole work group, so the barriers are uniform.
+  __local uint q_count;
+  uint hot_used_ = 0;
+  ACC_DECLARE(hot_)
+  const ulong stride_ = get_global_size(0);
+  const ulong mine_ = row_begin + get_global_id(0);
+  const ulong group_first_ = row_begin + (ulong)get_group_id(0) * get_local_size(0);
+  const ulong per_item_ = group_first_ < row_end ? (row_end - group_first_ + stride_ - 1) / stride_ : 0;
+  const ulong rounds_ = (per_item_ + cold_rows - 1) / cold_rows;
+  if (get_local_id(0) == 0) q_count = 0;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (ulong round_ = 0; round_ < rounds_; ++round_) {
+    for (uint j_ = 0; j_ < cold_rows; ++j_) {
+      const ulong row_ = mine_ + (round_ * cold_rows + j_) * stride_;
+      if (row_ < row_end) {
+        const KEY_T k_ = KEY_LOAD(row_);
+        if (have_hot && k_ == hot_key) {
+          ACC_LOAD_ROW(a_, row_)
+          ACC_MERGE_PRIVATE(hot_, a_)
+          hot_used_ = 1;
+        } else {
+          const uint at_ = atomic_inc(&q_count);
+          q_keys[at_] = k_;
+          q_rows[at_] = (uint)(row_ - row_begin);
+        }
+      }
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    const uint queued_ = q_count;
+    for (uint i_ = get_local_id(0); i_ < queued_; i_ += get_local_size(0)) {
+      const ulong row_ = row_begin + q_rows[i_];
+      const KEY_T k_ = q_keys[i_];
+      ACC_LOAD_ROW(c_, row_)
+      GPUAGG_LOCAL_LOADED(k_, c_)
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (get_local_id(0) == 0) q_count = 0;
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  if (hot_used_) GPUAGG_LOCAL_LOADED(hot_key, hot_)
+#else
+#define GPUAGG_LOCAL_ROW(k, row, P) GPUAGG_CACHED_ROW(k, P, GPUAGG_LOCAL_LOADED)
+  GPUAGG_RUN_CACHE_BEGIN
+  GPUAGG_FOR_ROWS(row_begin + get_global_id(0), row_end, get_global_size(0), GPUAGG_LOCAL_ROW)
+  GPUAGG_RUN_CACHE_END(GPUAGG_LOCAL_LOADED)
+#endif
+  barrier(CLK_LOCAL_MEM_FENCE);
+  if (copies > 1u) {
+    // Fold copies 1.. into copy 0 (the EMPTY_KEY bucket's accumulators unconditionally: an
+    // unused one holds the identity). An entry copy 0 cannot hold goes to the global table.
+    for (uint s = get_local_id(0); s < entries; s += get_local_size(0)) {
+      const uint c = s & (copies - 1u);
+      if (c == 0u) continue;
+      const uint b = s / copies;
+      if (b == local_capacity) {
+        ACC_COMBINE_FROM(local, l_, local_capacity * copies, l_, s)
+        continue;
+      }
+#if GPUAGG_DENSE_TABLE
+      if (!GPUAGG_LOCAL_USED(s)) continue;
+      const uint to = b * copies;  // the bucket's entry in copy 0: mark it used, then combine
+      if (!GPUAGG_LOCAL_USED(to)) atomic_or((__local uint*)l_keys + (to >> 5), 1u << (to & 31u));
+      ACC_COMBINE_FROM(local, l_, to, l_, s)
+#else
+      const KEY_T k = l_keys[s];
+      if (k == EMPTY_KEY) continue;
+      const uint ls = gpuagg_insert_local(l_keys, k, local_bits, local_capacity, key_min, local_capacity,
+                                          &local_claimed, copies, 0u, 1u);
+      if (ls != GPUAGG_NO_SLOT) {
+        ACC_COMBINE_FROM(local, l_, ls * copies, l_, s)
+      } else {
+        GPUAGG_PARTIAL_TO_GLOBAL(k, l_, s)
+      }
+#endif
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  for (uint b = get_local_id(0); b <= local_capacity; b += get_local_size(0)) {
+    const uint s = b * copies;
+#if GPUAGG_DENSE_TABLE
+    const KEY_T k = key_min + (KEY_T)b;
+    const bool used = b < local_capacity && GPUAGG_LOCAL_USED(s);
+#else
+    const KEY_T k = b < local_capacity ? l_keys[s] : EMPTY_KEY;
+    const bool used = b < local_capacity ? k != EMPTY_KEY : l_special != 0;
+#endif
+    if (used) GPUAGG_PARTIAL_TO_GLOBAL(k, l_, s)
+  }
+  GPUAGG_END_COUNTS()
+}
+)CLC"};
+
+/// GPUAGG_COLD_QUEUE_PARAMS: q_keys, q_rows (local memory), cold_rows.
+struct cold_queue_args {
+  local_memory keys;
+  local_memory rows;
+  std::uint32_t rows_per_item = 0;  ///< cold_rows: rows per work item between two drains
+  template <class F>
+  void for_each(F& f) const {
+    f(keys);
+    f(rows);
+    f(rows_per_item);
+  }
+};
+
+/// WORKGROUPLOCAL's parameters after GPUAGG_AGGREGATE_PARAMS: l_keys ACC_PARAMS(l_) (local
+/// memory), local_bits, local_capacity, copies GPUAGG_COLD_QUEUE_PARAMS.
+struct workgroup_local_args {
+  local_memory keys;  ///< keys, or for direct addressing a bitmap of the entries in use
+  std::vector<local_memory> accumulators;
+  std::uint32_t bits = 0;
+  std::uint32_t capacity = 0;  ///< buckets of one copy
+  std::uint32_t copies = 1;
+  std::optional<cold_queue_args> cold_queue;  ///< exactly in builds with -DGPUAGG_COLD_QUEUE
+  template <class F>
+  void for_each(F& f) const {
+    f(keys);
+    f(accumulators);
+    f(bits);
+    f(capacity);
+    f(copies);
+    f(cold_queue);
+  }
+};
+
+}  // namespace gpuagg::detail::kernels

@@ -1,0 +1,83 @@
+#pragma once
+// What the plan is given and what it hands on: the query's shape, the input's profile, an
+// AGGREGATE program variant, the hot-key table's size, the tuning plan. Plain values.
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "../estimate.hpp"
+#include "../launch_config.hpp"
+
+namespace gpuagg {
+/// The query as the plan sees it: sizes from the bound query's types.
+struct query_shape {
+  std::uint32_t key_bytes = 4;                  ///< the table's key word
+  std::uint32_t bucket_bytes = 12;              ///< key + accumulators
+  std::uint32_t interleaved_bucket_bytes = 16;  ///< a record of key and accumulators (interleavable)
+  bool interleavable = true;                    ///< every accumulator one size
+  bool identity_scheme = false;                 ///< direct addressing: no keys, a domain
+  std::uint64_t domain_size = 0;                ///< direct addressing's keys
+  std::uint32_t widest_column_bytes = 4;        ///< the widest input column's element
+
+  /// The shape of bound query `Bound` (query.hpp) with input columns `widest` bytes wide.
+  template <class Bound>
+  static query_shape of(std::uint32_t widest, std::uint64_t domain_size = 0) {
+    return {static_cast<std::uint32_t>(sizeof(typename Bound::key::bits_type)),
+            static_cast<std::uint32_t>(Bound::bucket_bytes),
+            static_cast<std::uint32_t>(Bound::interleaved_bucket_bytes),
+            Bound::interleavable,
+            Bound::scheme::is_identity,
+            domain_size,
+            widest};
+  }
+};
+
+/// The input as the plan sees it.
+struct input_profile {
+  std::uint64_t rows = 0;
+  bool on_device = false;
+  std::uint64_t expected_groups = 1;  ///< the hint, the domain's size or the estimate
+  estimate_source source = estimate_source::none;
+  bool sampled = false;               ///< the key sample was taken (skew is known)
+  double hottest_key_share = 0;       ///< the sample's most frequent key's share of it
+  double runs_share = 0;              ///< the sample's rows whose right neighbour has their key
+  /// The sample's frequent keys' counts, most frequent first (detail::sample_profile), and the
+  /// sample's size: they decide the hot-key table.
+  std::vector<std::uint32_t> frequent_counts;
+  std::size_t sample_size = 0;
+};
+
+/// An AGGREGATE program variant: a strategy, built with or without the run cache, the hot-key
+/// table and the cold-row queue (kernels/aggregate.hpp: GPUAGG_RUN_CACHE, GPUAGG_HOT_TABLE;
+/// kernels/workgroup_local.hpp: GPUAGG_COLD_QUEUE). Each has its own work-group limit.
+struct kernel_variant {
+  strategy_kind strategy = strategy_kind::shared;
+  bool run_cache = false;
+  bool hot_table = false;
+  bool cold_queue = false;
+
+  static constexpr std::size_t count = 24;
+  constexpr std::size_t index() const noexcept {
+    return static_cast<std::size_t>(strategy) * 8 + (run_cache ? 1 : 0) + (hot_table ? 2 : 0) + (cold_queue ? 4 : 0);
+  }
+};
+
+/// The hot-key table's size (hot_keys): `keys` of the sample's most frequent keys in a table of
+/// `capacity` buckets (a power of two, at most half full), holding `share` of the sample.
+struct hot_table_plan {
+  std::uint32_t capacity = 0;
+  std::size_t keys = 0;
+  double share = 0;
+};
+
+/// Whether and how the tuner refines the plan online.
+struct tuning_plan {
+  bool enabled = false;
+  std::size_t block_rows = 0;    ///< rows of each block the tuner measures
+  std::size_t block_budget = 0;  ///< blocks the search may spend before the rest runs its best
+  std::vector<execution_params> starts;  ///< the search's initial configurations, plan's first
+  bool scan = true;              ///< scan each start's row (off where the start was measured)
+};
+
+}  // namespace gpuagg

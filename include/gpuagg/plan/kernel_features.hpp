@@ -1,0 +1,99 @@
+#pragma once
+// What a kernel gets beyond its strategy: the run cache and its hot-key register, SHARED's
+// hot-key table, WORKGROUPLOCAL's cold-row queue and replicated local tables, the global
+// table's probe limit and whether its keys are read through the cache; and which program
+// variant a block runs.
+
+#ifndef GPUAGG_PLAN_HPP
+#error "include <gpuagg/plan.hpp>: plan/*.hpp implement its members"
+#endif
+
+#include <algorithm>
+
+namespace gpuagg {
+
+inline bool query_planner::run_cache(const execution_params& params) const {
+  if (opts_.run_cache) return *opts_.run_cache;
+  const double hot = profile_.hottest_key_share;
+  if (hot >= single_key_share) return true;
+  if (hot < dominant_key_share) return false;
+  return params.strategy != strategy_kind::workgroup_local || local_table_copies(params.config) == 1;
+}
+
+inline bool query_planner::hot_table(const execution_params& params) const {
+  if (shape_.identity_scheme || params.strategy != strategy_kind::shared || hot_.keys == 0) return false;
+  if (opts_.hot_table) return *opts_.hot_table;
+  return hot_.share >= hot_table_min_share && !run_cache(params);
+}
+
+inline bool query_planner::cold_queue(const execution_params& params) const {
+  const double hot = profile_.hottest_key_share;
+  if (params.strategy != strategy_kind::workgroup_local || opts_.run_cache || hot == 0) return false;
+  if (hot >= single_key_share) return false;
+  if (!run_cache(params)) return false;
+  return cold_rows_per_item(params.config) >= 2;
+}
+
+inline std::uint32_t query_planner::cold_rows_per_item(const launch_config& config) const {
+  const std::uint64_t table = table_layout_bytes(local_capacity(), local_table_copies(config));
+  const std::uint64_t entry = std::uint64_t{config.work_group_size} * (shape_.key_bytes + 4);
+  for (std::uint32_t rows = 8; rows >= 2; rows /= 2) {
+    if (table + rows * entry + 64 <= device_.local_mem_bytes) return rows;
+  }
+  return 0;
+}
+
+inline kernel_variant query_planner::variant_for(const execution_params& params) const {
+  kernel_variant v{params.strategy};
+  const auto fits = [&](const kernel_variant& candidate) {
+    return params.config.work_group_size <= max_work_group_size(candidate);
+  };
+  v.run_cache = run_cache(params) && fits({params.strategy, true});
+  v.hot_table = hot_table(params) && fits({params.strategy, v.run_cache, true});
+  v.cold_queue = v.run_cache && cold_queue(params) && fits({params.strategy, true, false, true});
+  return v;
+}
+
+inline std::uint32_t query_planner::local_table_copies(const launch_config& config) const {
+  const std::uint64_t copy_bytes = table_layout_bytes(local_capacity(), 1);
+  const std::uint64_t budget =
+      opts_.local_table_copies ? opts_.local_table_copies * copy_bytes : device_.local_mem_bytes / 4;
+  std::uint32_t copies = 1;
+  const std::uint32_t limit = std::min<std::uint32_t>(opts_.local_table_copies ? 1024 : 32, config.work_group_size);
+  while (copies * 2 <= limit && (copies * 2) * copy_bytes <= budget &&
+         (copies * 2) * copy_bytes + 64 <= device_.local_mem_bytes) {
+    copies *= 2;
+  }
+  return copies;
+}
+
+inline std::uint32_t query_planner::max_probes(std::uint64_t capacity) const {
+  return shape_.identity_scheme ? 1u : static_cast<std::uint32_t>(std::min<std::uint64_t>(capacity, 1024));
+}
+
+inline bool query_planner::plain_key_reads(std::uint64_t capacity, bool interleaved_layout) const {
+  const std::uint64_t key_bytes =
+      (capacity + 1) * (interleaved_layout ? shape_.interleaved_bucket_bytes : shape_.key_bytes);
+  return key_bytes <= plain_key_reads_max_bytes;
+}
+
+inline hot_table_plan query_planner::plan_hot_table() const {
+  hot_table_plan plan;
+  if (shape_.identity_scheme || profile_.frequent_counts.empty() || profile_.sample_size == 0) return plan;
+  const std::uint64_t entry = shape_.bucket_bytes + 4;  // key, accumulators, used flag
+  const std::uint64_t budget = std::min<std::uint64_t>(hot_table_max_bytes, device_.local_mem_bytes / 4);
+  std::uint64_t capacity = 2;
+  while ((capacity * 2 + 1) * entry <= budget && capacity / 2 < profile_.frequent_counts.size()) capacity *= 2;
+  if ((capacity + 1) * entry > budget) return plan;
+  std::uint64_t covered = 0;
+  for (const auto count : profile_.frequent_counts) {
+    if (plan.keys == capacity / 2) break;
+    ++plan.keys;
+    covered += count;
+  }
+  plan.capacity = static_cast<std::uint32_t>(capacity);
+  plan.share = double(covered) / double(profile_.sample_size);
+  return plan;
+}
+
+}  // namespace gpuagg

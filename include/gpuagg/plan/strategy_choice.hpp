@@ -1,0 +1,109 @@
+#pragma once
+// Which strategy and thread configuration: the per-device entry's regime for the table, each
+// strategy's starting configuration, the default strategy (section 3.7 and the skew rules), the
+// programs a query builds before its first block, the kernels' work-group limits, and
+// feasibility (each strategy's own rule is its policy's, strategy.hpp).
+
+#ifndef GPUAGG_PLAN_HPP
+#error "include <gpuagg/plan.hpp>: plan/*.hpp implement its members"
+#endif
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "../detail/bits.hpp"
+#include "../strategy.hpp"
+
+namespace gpuagg {
+
+inline const plan_regime& query_planner::regime() const {
+  const double buckets = shape_.identity_scheme ? double(shape_.domain_size) : double(capacity_for(sizing_groups()));
+  const double equivalent = buckets * shape_.bucket_bytes / (2.0 * recorded_bucket_bytes);  // the recorded query's groups
+  const int log2 = equivalent <= 1 ? 0 : static_cast<int>(std::ceil(std::log2(equivalent) - 1e-9));
+  for (const auto& r : entry_.regimes) {
+    if (log2 <= r.max_table_log2) return r;
+  }
+  return entry_.regimes.back();
+}
+
+inline launch_config query_planner::initial_config(strategy_kind strategy) const {
+  const plan_regime& r = regime();
+  const bool runs = profile_.runs_share >= runs_min_share;
+  launch_config config = strategy == strategy_kind::workgroup_local ? (runs ? r.workgroup_local_runs : r.workgroup_local)
+                         : strategy == strategy_kind::shared        ? (runs ? r.shared_runs : r.shared)
+                                                                    : paper_initial_config(strategy);
+  const auto limit = max_work_group_size(strategy);
+  while (config.work_group_size > limit && config.work_group_size > 1) {
+    // Keep the threads per compute unit: the shape matters less than the count (section 3.3).
+    config.work_group_size /= 2;
+    config.work_groups_per_cu *= 2;
+  }
+  return config;
+}
+
+inline execution_params query_planner::default_params() const {
+  const double hot = profile_.hottest_key_share;
+  const bool dominant = hot >= dominant_key_share && hot < single_key_share;
+  const auto shared = [&] { return execution_params{strategy_kind::shared, initial_config(strategy_kind::shared)}; };
+  const auto local = [&] {
+    return execution_params{strategy_kind::workgroup_local, initial_config(strategy_kind::workgroup_local)};
+  };
+  if (local_table_fits() && feasible(local())) {
+    const bool large = table_layout_bytes(local_capacity(), 1) > device_.local_mem_bytes / 4;
+    return shape_.identity_scheme && dominant && large ? shared() : local();
+  }
+  if (hot_table(shared()) || (shape_.identity_scheme && hot >= dominant_key_share)) return shared();
+  if (hot >= hot_key_threshold && max_local_buckets() >= 2 && infeasibility(local(), false).empty()) return local();
+  return shared();
+}
+
+inline std::vector<strategy_kind> query_planner::strategies_to_build() const {
+  const bool dominant = profile_.hottest_key_share >= dominant_key_share;
+  if (local_table_fits() && !(shape_.identity_scheme && dominant)) return {strategy_kind::workgroup_local};
+  if (profile_.hottest_key_share >= hot_key_threshold && max_local_buckets() >= 2) {
+    return {strategy_kind::shared, strategy_kind::workgroup_local};
+  }
+  return {strategy_kind::shared};
+}
+
+inline std::uint32_t query_planner::max_work_group_size(const kernel_variant& variant) const {
+  const std::uint32_t limit = std::min(std::max<std::uint32_t>(limits_ ? limits_(variant) : device_.max_work_group_size, 1),
+                                       std::max<std::uint32_t>(device_.max_work_group_size, 1));
+  return static_cast<std::uint32_t>(detail::power_of_two_below(limit));
+}
+
+/// The per-device entry for a device: by name, then architecture, then vendor, else generic.
+inline plan_entry query_planner::entry_for(const device_info& device) {
+  const auto contains = [](const std::string& text, std::string_view part) {
+    return !part.empty() && text.find(part) != std::string::npos;
+  };
+  for (const auto level : {plan_level::device, plan_level::architecture, plan_level::vendor}) {
+    for (const auto& e : detail::plan_data::entries) {
+      if (e.level != level) continue;
+      const std::string& field = level == plan_level::device         ? device.name
+                                 : level == plan_level::architecture ? device.architecture
+                                                                     : device.vendor;
+      if (contains(field, e.match)) return e;
+    }
+  }
+  return {plan_level::generic, device.is_gpu ? "GPU" : "CPU",
+          device.is_gpu ? std::span<const plan_regime>(detail::plan_data::generic_gpu)
+                        : std::span<const plan_regime>(detail::plan_data::generic_cpu)};
+}
+
+inline std::string query_planner::infeasibility(const execution_params& params, bool strict) const {
+  const auto& config = params.config;
+  if (config.work_group_size == 0 || config.work_groups_per_cu == 0) return "empty thread configuration";
+  if (config.work_group_size > max_work_group_size(params.strategy)) {
+    return "work group size " + std::to_string(config.work_group_size) + " exceeds the " +
+           std::to_string(max_work_group_size(params.strategy)) + " that " + std::string(to_string(params.strategy)) +
+           "'s kernel allows on " + device_.name;
+  }
+  if (total_threads(config) > (std::uint64_t{1} << 31)) return "more than 2^31 work items";
+  // The strategy's own rule (its policy, strategy.hpp): whether its tables fit.
+  return visit_strategy(params.strategy,
+                        [&](auto policy) { return decltype(policy)::infeasibility(*this, config, strict); });
+}
+
+}  // namespace gpuagg

@@ -1,0 +1,121 @@
+#pragma once
+// How big a table: the global table's capacity for a number of groups (at the load factor),
+// its first size and its size after a growth, its layout (arrays or interleaved records) and
+// the bytes it touches, PARTITION's runs, and the local and private tables' sizes.
+
+#ifndef GPUAGG_PLAN_HPP
+#error "include <gpuagg/plan.hpp>: plan/*.hpp implement its members"
+#endif
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "../detail/bits.hpp"
+#include "../error.hpp"
+
+namespace gpuagg {
+
+inline std::uint64_t query_planner::table_capacity_for(std::uint64_t groups) const {
+  const auto capacity = capacity_for(groups);
+  if (capacity > (std::uint64_t{1} << 31)) {
+    throw out_of_memory_error(capacity * shape_.bucket_bytes, device_.max_alloc_bytes,
+                              "a table of " + std::to_string(capacity) + " buckets (more than 2^31)");
+  }
+  return capacity;
+}
+
+inline std::uint64_t query_planner::initial_table_capacity() const {
+  return shape_.identity_scheme ? shape_.domain_size : table_capacity_for(sizing_groups());
+}
+
+inline std::uint64_t query_planner::sizing_groups() const {
+  const bool estimated = profile_.source == estimate_source::sample || profile_.source == estimate_source::sketch ||
+                         profile_.source == estimate_source::full_sketch ||
+                         profile_.source == estimate_source::extrapolated;
+  if (!estimated || planned_groups_ != profile_.expected_groups) return planned_groups_;
+  return std::max<std::uint64_t>(
+      1, static_cast<std::uint64_t>(std::ceil(double(planned_groups_) / (1.0 + detail::estimate_tolerance))));
+}
+
+inline std::uint64_t query_planner::grown_capacity(std::uint64_t groups, std::uint64_t spilled_groups, std::uint64_t current) const {
+  return std::max(table_capacity_for(groups + spilled_groups), current * 2);
+}
+
+inline bool query_planner::interleaved(std::uint64_t capacity) const {
+  if (shape_.identity_scheme || !shape_.interleavable) {
+    if (opts_.interleaved_table.value_or(false)) {
+      throw invalid_argument_error(shape_.identity_scheme
+                                       ? "interleaved_table: direct addressing keeps no keys to interleave"
+                                       : "interleaved_table needs accumulators of one size");
+    }
+    return false;
+  }
+  return opts_.interleaved_table.value_or(capacity > interleave_min_buckets);
+}
+
+inline std::uint64_t query_planner::table_layout_bytes(std::uint64_t buckets, std::uint64_t copies) const {
+  const std::uint64_t entries = (buckets + 1) * copies;
+  if (shape_.identity_scheme) {
+    return entries * (shape_.bucket_bytes - shape_.key_bytes) + (entries + 31) / 32 * 4;
+  }
+  return entries * shape_.bucket_bytes;
+}
+
+inline std::uint32_t query_planner::partitions(std::uint64_t rows, std::uint64_t capacity, bool interleaved_layout) const {
+  std::uint64_t parts = opts_.partitions;
+  if (parts == 0) {
+    const std::uint64_t bytes =
+        shape_.identity_scheme ? table_layout_bytes(capacity, 1)
+                               : (capacity + 1) * (interleaved_layout ? shape_.interleaved_bucket_bytes
+                                                                      : shape_.bucket_bytes);
+    parts = rows < (std::uint64_t{1} << 16) || bytes <= (std::uint64_t{40} << 20) ? 1
+            : bytes <= (std::uint64_t{128} << 20)                                  ? 8
+            : bytes <= (std::uint64_t{3} << 30)                                    ? 32
+                                                                                   : 1;
+  }
+  return static_cast<std::uint32_t>(std::min<std::uint64_t>(parts, capacity));
+}
+
+inline std::uint64_t query_planner::small_table_buckets() const {
+  if (shape_.identity_scheme) return shape_.domain_size;
+  const auto wanted = static_cast<std::uint64_t>(std::ceil(double(sizing_groups()) / opts_.max_load_factor));
+  return detail::next_pow2(std::max<std::uint64_t>(wanted, 2));
+}
+
+inline std::uint64_t query_planner::max_local_buckets() const {
+  const auto bytes = device_.local_mem_bytes;
+  if (bytes <= 64) return 0;
+  const std::uint64_t room = bytes - 64;  // room for the kernel's own local variables
+  if (shape_.identity_scheme) {
+    // Accumulators and a bit per bucket (bits, with a word of slack for the bitmap's rounding).
+    const std::uint64_t bits = std::uint64_t{shape_.bucket_bytes - shape_.key_bytes} * 8 + 1;
+    const std::uint64_t fit = room * 8 > 32 ? (room * 8 - 32) / bits : 0;
+    return fit >= 2 ? fit - 1 : 0;
+  }
+  return buckets_fitting(room);
+}
+
+inline std::uint64_t query_planner::max_private_buckets(const launch_config& config) const {
+  return buckets_fitting(private_budget() / std::max<std::uint64_t>(total_threads(config), 1));
+}
+
+inline std::uint64_t query_planner::private_budget() const {
+  return std::min<std::uint64_t>({device_.max_alloc_bytes, device_.global_mem_bytes / 8, std::uint64_t{1} << 30});
+}
+
+inline std::uint64_t query_planner::capacity_for(std::uint64_t groups) const {
+  const auto wanted = static_cast<std::uint64_t>(std::ceil(double(groups) / opts_.max_load_factor));
+  return detail::next_pow2(std::max<std::uint64_t>(wanted, 16));
+}
+
+inline std::uint64_t query_planner::buckets_fitting(std::uint64_t bytes) const {
+  if (bytes < 2 * std::uint64_t{shape_.bucket_bytes}) return 0;
+  const std::uint64_t any = bytes / shape_.bucket_bytes - 1;
+  if (shape_.identity_scheme) return any;
+  std::uint64_t pow2 = 1;
+  while (pow2 * 2 <= any) pow2 *= 2;
+  return pow2;
+}
+
+}  // namespace gpuagg

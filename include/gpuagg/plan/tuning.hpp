@@ -1,0 +1,44 @@
+#pragma once
+// Whether to tune: when the tuner refines the plan online, on which blocks, from which starts.
+
+#ifndef GPUAGG_PLAN_HPP
+#error "include <gpuagg/plan.hpp>: plan/*.hpp implement its members"
+#endif
+
+#include <algorithm>
+
+namespace gpuagg {
+
+inline tuning_plan query_planner::tuning(bool forced) const {
+  tuning_plan t;
+  t.block_rows = tuning_block_rows();
+  const std::uint64_t blocks = profile_.rows == 0 ? 0 : (profile_.rows + t.block_rows - 1) / t.block_rows;
+  const bool measured = (entry_.level == plan_level::device || entry_.level == plan_level::architecture) &&
+                        shape_.bucket_bytes == recorded_bucket_bytes && shape_.key_bytes == recorded_key_bytes &&
+                        !shape_.identity_scheme;
+  if (forced) {
+    t.enabled = blocks > 0;
+  } else {
+    t.enabled = opts_.autotune && !opts_.strategy && !opts_.config && blocks >= opts_.min_blocks_to_tune &&
+                blocks > 0 && !measured;
+  }
+  // On device input a search may take three quarters of the slices; the rest run its best in
+  // large blocks (an unfinished search is resumed by the next query of the shape).
+  t.block_budget = static_cast<std::size_t>(profile_.on_device && !forced ? blocks - blocks / 4 : blocks);
+  // The starts read each strategy's kernel limit, which builds its program: a query that does
+  // not tune must not pay for programs it never runs.
+  if (!t.enabled) return t;
+  // The plan's choice first, then the other strategies whose tables fit (INDEPENDENT on CPUs
+  // only: on GPUs its private tables never won, section 3.7's insight 1).
+  const execution_params first = default_params();
+  t.starts.push_back(first);
+  for (const auto strategy : {strategy_kind::shared, strategy_kind::workgroup_local, strategy_kind::independent}) {
+    if (strategy == first.strategy || (strategy == strategy_kind::independent && device_.is_gpu)) continue;
+    const execution_params candidate{strategy, initial_config(strategy)};
+    if (feasible(candidate)) t.starts.push_back(candidate);
+  }
+  t.scan = entry_.level == plan_level::generic;
+  return t;
+}
+
+}  // namespace gpuagg
