@@ -41,6 +41,7 @@ FILES = {
     "space.csv": ("section 3's full evaluation, one row per configuration", "space", "column"),
     "search_space_full.csv": ("the same, one row per block: tuner_eval's input", "space", "via space.csv"),
     "tuner_eval.csv": ("the replay of search_space_full.csv", "replay", "replay"),
+    "tuner_ablation.csv": ("the replay of each extension alone and of the default without each", "replay", "replay"),
     "tuned_live.csv": ("the live tuner against exhaustive search", "live", "column"),
     "tuned_live_filled.csv": ("the same, reference after 48 warm blocks", "live-filled", "column"),
     "tuned_queries.csv": ("six queries sharing one winners file", "live-queries", "column"),
@@ -536,6 +537,45 @@ def table_replay(res, all_strategies):
     return table(head, out)
 
 
+def table_ablation(res):
+    rows = res.rows("tuner_ablation.csv")
+    if not rows:
+        return None
+    by = defaultdict(dict)
+    order = []
+    for r in rows:
+        if r["variant"] not in by:
+            order.append(r["variant"])
+        by[r["variant"]][r["half"]] = r
+    replay = res.rows("tuner_eval.csv")
+    out = []
+
+    def summary(cases):
+        a, b = [r for r in cases if r["half"] == "A"], [r for r in cases if r["half"] == "B"]
+        within = lambda cs: sum(float(r["quality"]) <= 1.01 for r in cs) / len(cs)  # noqa: E731
+        worst = lambda cs: max(float(r["quality"]) for r in cs)  # noqa: E731
+        effort = lambda cs: true_median([float(r["effort"]) for r in cs])  # noqa: E731
+        return (f"{pct(within(cases))} ({pct(within(a))} / {pct(within(b))})",
+                f"{worst(cases):.3f}x ({worst(a):.3f}x / {worst(b):.3f}x)",
+                f"{100 * effort(cases):.2f}% ({100 * effort(a):.2f}% / {100 * effort(b):.2f}%)")
+
+    for mode, label in (("paper s=0.06,p=1.07", "Algorithm 1, s = 0.06, p = 1.07"), ("default (refined)", "**default**")):
+        cases = [r for r in replay if r["mode"] == mode and r["strategy"] != "ALL"]
+        if cases:
+            out.append([label, *summary(cases)])
+    for v in order:
+        h = by[v]
+        if not all(k in h for k in ("all", "A", "B")):
+            continue
+        out.append([v.replace("paper +", "Algorithm 1 +").replace("default -", "default without"),
+                    f"{pct(float(h['all']['within_1pct']))} ({pct(float(h['A']['within_1pct']))} / "
+                    f"{pct(float(h['B']['within_1pct']))})",
+                    f"{float(h['all']['worst']):.3f}x ({float(h['A']['worst']):.3f}x / {float(h['B']['worst']):.3f}x)",
+                    f"{100 * float(h['all']['median_effort']):.2f}% ({100 * float(h['A']['median_effort']):.2f}% / "
+                    f"{100 * float(h['B']['median_effort']):.2f}%)"])
+    return table(["variant", "within 1% (A / B)", "worst (A / B)", "median effort (A / B)"], out)
+
+
 def table_live(res):
     out = []
     for name, reference in (("tuned_live.csv", "4 warm blocks"), ("tuned_live_filled.csv", "48 warm blocks")):
@@ -772,6 +812,7 @@ def make_tables(res):
         "bounds": lambda: table_bounds(res),
         "replay": lambda: table_replay(res, False),
         "replay-all": lambda: table_replay(res, True),
+        "ablation": lambda: table_ablation(res),
         "live": lambda: table_live(res),
         "queries": lambda: table_queries(res),
         "fill": lambda: table_fill(res),
@@ -781,7 +822,7 @@ def make_tables(res):
         text = make()
         parts = {"default": "uniform, peers", "cold": "cold", "skew": "skew", "host": "host",
                  "baselines": "baselines", "values": "values", "space": "space", "bounds": "profile",
-                 "replay": "replay", "replay-all": "replay", "live": "live, live-filled", "queries": "live-queries",
+                 "replay": "replay", "replay-all": "replay", "ablation": "replay", "live": "live, live-filled", "queries": "live-queries",
                  "fill": "fill"}
         if text is None:
             text = f"Not measured in this run of record (`bench/suite.sh --parts {parts.get(name, name)}`)."

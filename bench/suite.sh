@@ -26,7 +26,8 @@
 #                 on the whole input in 32 blocks, every block profiled -> space.csv (one verified
 #                 row per configuration), search_space_full.csv (every block: what tuner_eval
 #                 replays)
-#   replay        tuner_eval on OUT/search_space_full.csv (no device needed) -> tuner_eval.csv
+#   replay        tuner_eval on OUT/search_space_full.csv (no device needed) -> tuner_eval.csv,
+#                 tuner_ablation.csv
 #   live          the live tuner (all strategies, 4 MiB blocks at 2^27 rows: 128 blocks) against
 #                 an exhaustive search measured after 4 warm blocks in the same run -> tuned_live.csv
 #   live-filled   the same at 2^22 and 2^24 groups, the reference after 48 warm blocks (the
@@ -282,6 +283,28 @@ if has replay; then
   if [[ -f $out/search_space_full.csv ]]; then
     step 300 replay "$build/bench/tuner_eval" --input "$out/search_space_full.csv" --out "$out/tuner_eval.csv"
     grep "^tuner-eval" "$log" | tail -n 2
+    # The ablation (each extension alone on Algorithm 1, the default without each): tuner_eval
+    # prints it as a table, kept as CSV.
+    step 300 replay_ablation ">$tmp/ablation.txt" "$build/bench/tuner_eval" --input "$out/search_space_full.csv" \
+      --ablation --variants-only &&
+      python3 - "$tmp/ablation.txt" "$out/tuner_ablation.csv" <<'PY'
+import csv, sys
+rows, header = [], None
+for line in open(sys.argv[1]):
+    fields = line.split()
+    if fields[:2] == ["scenario", "half"]:
+        header = ["variant"] + fields[1:]
+    elif header and len(fields) >= len(header):
+        n = len(header) - 1  # the half and the figures, from the right; the name may hold spaces
+        rows.append([" ".join(fields[:-n])] + fields[-n:])
+    elif header and not fields:
+        break
+with open(sys.argv[2], "w", newline="") as f:
+    w = csv.writer(f, lineterminator="\n")
+    w.writerow(header)
+    w.writerows(rows)
+print(f"{sys.argv[2]}: {len(rows)} rows")
+PY
   else
     echo "replay: skipped (no $out/search_space_full.csv: run --parts space first)" | tee -a "$log"
     failed=1
