@@ -30,8 +30,8 @@
 #                 tuner_ablation.csv
 #   live          the live tuner (all strategies, 4 MiB blocks at 2^27 rows: 128 blocks) against
 #                 an exhaustive search measured after 4 warm blocks in the same run -> tuned_live.csv
-#   live-filled   the same at 2^22 and 2^24 groups, the reference after 48 warm blocks (the
-#                 table full)                                   -> tuned_live_filled.csv
+#   live-filled   the same at 2^(rows-5) and 2^(rows-3) groups (2^22, 2^24), the reference after
+#                 48 warm blocks (the table full)               -> tuned_live_filled.csv
 #   live-queries  six queries of 32 blocks per group count sharing one winners file, against
 #                 exhaustive search after 16 warm blocks        -> tuned_queries.csv
 #   fill          every block of a query at 2^(rows-3) groups with each of four SHARED
@@ -116,6 +116,8 @@ mkdir -p "$out"
 log=$out/suite.log
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+log_start=1
+[[ -f $log ]] && log_start=$(($(wc -l < "$log") + 1))
 echo "== suite.sh $(date -u +%FT%TZ) parts=$parts rows=2^$rows build=$build" >> "$log"
 
 # step LIMIT NAME [>FILE] COMMAND...: runs it under min(LIMIT, time left), logs its output (its
@@ -321,7 +323,9 @@ fi
 if has live-filled; then
   need gpuagg_bench
   rm -f "$tmp/tf.csv"
-  GPUAGG_LOG=1 step 560 live_filled "$gbench" --rows-log2 "$rows" --groups-log2 "$(upto 22,24)" \
+  # Tables that fill slowly: 2^22 and 2^24 groups at 2^27 rows (a block of 1 Mi rows inserts a
+  # fraction of them), the same ratios at other row counts.
+  GPUAGG_LOG=1 step 560 live_filled "$gbench" --rows-log2 "$rows" --groups-log2 $((rows - 5)),$((rows - 3)) \
     --block-mib "$(block_mib 128)" --strategies shared,tuned --configs all --probe-blocks 8 --reps 1 --no-pipelined \
     --warm-blocks 48 --tuned-reps 3 --tuned-csv "$tmp/tf.csv"
   merge tuned_live_filled.csv "" "$tmp/tf.csv"
@@ -368,5 +372,5 @@ if has profile; then
     echo "profile: skipped (needs nvcc and ncu: the CUDA twin under Nsight Compute)" | tee -a "$log"
   fi
 fi
-grep -h "groupby-bench: .* verified\|gpuagg-bench: .*verif" "$log" | tail -n 5
+tail -n +"$log_start" "$log" | grep "groupby-bench: .* verified\|gpuagg-bench: .*verif" | sort | uniq -c
 exit $failed
