@@ -284,7 +284,7 @@ def targets(run):
             out.append((target, case, NOT_MEASURED, need_text(need), NOT_MEASURED))
         else:
             r = num / den
-            out.append((target, case, f"{fmt(r)}x ({what(num, den)})", need_text(need), "pass" if r >= need else "FAIL"))
+            out.append((target, case, f"{r:.3f}x ({what(num, den)})", need_text(need), "pass" if r >= need else "FAIL"))
 
     def need_text(need):
         return f">= {need:g}x"

@@ -41,9 +41,10 @@
 #                 profile_kernels.csv, profile_twin_runs.csv, profile_skew.txt
 # Block sizes scale with --rows-log2 so that block counts stay those of the paper's setup.
 #
-# A part run again into the same OUT replaces exactly the rows it measured (bench/csv_merge.py,
-# keyed by rows, input, distribution, group count and phase), so parts may run in separate
-# commands into one folder. Every step runs under a time limit and all of them end by
+# The default path's parts share default.csv and sweep.csv: a part run again into the same OUT
+# replaces exactly the rows it measured (bench/csv_merge.py, keyed by rows, input,
+# distribution, group count, system and phase), so they may run in separate commands into one
+# folder. Every other part replaces its own files. Every step runs under a time limit and all of them end by
 # --deadline (default 570 s from the start: one command on the GPU machine); a step cut short
 # keeps its complete rows and makes the exit status non-zero, as does any failed step.
 #
