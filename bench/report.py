@@ -567,7 +567,9 @@ def table_ablation(res):
         h = by[v]
         if not all(k in h for k in ("all", "A", "B")):
             continue
-        out.append([v.replace("paper +", "Algorithm 1 +").replace("default -", "default without"),
+        name = (v.replace("paper +", "Algorithm 1 +").replace("default -", "default without")
+                .replace("all three new", "paired, first-block and quiet window").replace("rejection", "early rejection"))
+        out.append([name,
                     f"{pct(float(h['all']['within_1pct']))} ({pct(float(h['A']['within_1pct']))} / "
                     f"{pct(float(h['B']['within_1pct']))})",
                     f"{float(h['all']['worst']):.3f}x ({float(h['A']['worst']):.3f}x / {float(h['B']['worst']):.3f}x)",
