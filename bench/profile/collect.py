@@ -1,18 +1,18 @@
 #!/usr/bin/env python3
 """The bookkeeping of run_profile.sh (plain Python, no packages):
 
-  collect.py plan --s10 S10_TARGETS.csv --groups 4,10,16 > plan.txt
+  collect.py plan --reference REFERENCE.csv --groups 4,10,16 > plan.txt
       cl_on_cuda's plan: per group count SHARED + hashing and SHARED + direct addressing, and up
       to 2^12 groups WORKGROUPLOCAL + hashing and + direct addressing, each with the thread
-      configuration the OpenCL run of bench/results/h100/s10_targets.csv used ('query' rows),
+      configuration the OpenCL reference run (bench/results/h100/profile_reference.csv) used ('query' rows),
       else 4x256.
   collect.py metrics --available FILE [--drop M1,M2] > metrics.txt
       the wanted ncu metrics, comma-separated, less those ncu refused (--drop); notes on stderr
       the ones `ncu --query-metrics` (FILE) does not list.
   collect.py join --twin twin_runs.csv --twin-ncu ours_raw.csv --peers-ncu peers_raw.csv
-                  --ranges peers_ranges.txt --s10 S10 --s10-peers S10_PEERS --rows N -o profile.csv
+                  --ranges peers_ranges.txt --reference REFERENCE --reference-peers REFERENCE_PEERS --rows N -o profile.csv
       one row per kernel and group count: the twin's AGGREGATE (with its own event timing and the
-      OpenCL kernel time of the same configuration in s10), PyTorch's kernels of each timed peer
+      OpenCL kernel time of the same configuration in the reference run), PyTorch's kernels of each timed peer
       query, and a sum row per peer query; prints a summary table.
 """
 import argparse
@@ -55,8 +55,8 @@ METRICS = [
 ] + [("stall_" + s + "_pct", "smsp__warp_issue_stalled_%s_per_warp_active.pct" % s) for s in STALLS]
 ADDITIVE = {"duration_ns", "dram_read_bytes", "dram_write_bytes", "l2_atom_sectors", "l2_red_sectors",
             "l2_read_sectors", "l2_write_sectors", "shared_atom_wavefronts", "instructions"}
-# twin (strategy, scheme) -> the s10 system that ran the same AGGREGATE
-S10_SYSTEM = {("shared", "hash"): "shared", ("workgroup_local", "hash"): "workgroup_local",
+# twin (strategy, scheme) -> the reference run's system that ran the same AGGREGATE
+REFERENCE_SYSTEM = {("shared", "hash"): "shared", ("workgroup_local", "hash"): "workgroup_local",
               ("workgroup_local", "direct"): "direct", ("shared", "direct"): "direct"}
 # The driver's default for direct addressing (section 3.7): WORKGROUPLOCAL while the domain's
 # table fits in 48 KiB of local memory (4089 buckets of 12 bytes), SHARED beyond.
@@ -70,7 +70,7 @@ def number(text):
         return None
 
 
-def s10_rows(path):
+def reference_rows(path):
     try:
         with open(path) as f:
             return list(csv.DictReader(f))
@@ -78,8 +78,8 @@ def s10_rows(path):
         return []
 
 
-def s10_lookup(rows, system, groups, config=None):
-    """(config, AGGREGATE ms median) of s10's 'query' rows for system and groups; with
+def reference_lookup(rows, system, groups, config=None):
+    """(config, AGGREGATE ms median) of the reference run's 'query' rows for system and groups; with
     `config`, only that configuration ('blocks' rows if no 'query' row has it)."""
     for mode in ("query", "blocks"):
         found = [r for r in rows if r["system"] == system and int(r["groups"]) == groups and r["mode"] == mode and
@@ -92,7 +92,7 @@ def s10_lookup(rows, system, groups, config=None):
 
 
 def cmd_plan(a):
-    rows = s10_rows(a.s10)
+    rows = reference_rows(a.reference)
     print("# groups_log2 strategy scheme work_groups_per_cu work_group_size run_cache (collect.py plan)")
     for g in [int(x) for x in a.groups.split(",")]:
         groups = 1 << g
@@ -100,10 +100,10 @@ def cmd_plan(a):
         if groups <= DIRECT_LOCAL_MAX:
             runs += [("workgroup_local", "hash"), ("workgroup_local", "direct")]
         for strategy, scheme in runs:
-            system = S10_SYSTEM[(strategy, scheme)]
+            system = REFERENCE_SYSTEM[(strategy, scheme)]
             if (strategy, scheme) == ("shared", "direct") and groups <= DIRECT_LOCAL_MAX:
-                system = "shared"  # s10's direct ran WORKGROUPLOCAL here: take SHARED's configuration
-            config, _, _ = s10_lookup(rows, system, groups)
+                system = "shared"  # the reference's direct ran WORKGROUPLOCAL here: take SHARED's configuration
+            config, _, _ = reference_lookup(rows, system, groups)
             w, s = config if config else ("4", "256")
             print(g, strategy, scheme, w, s, 0)
 
@@ -183,7 +183,7 @@ def fmt(v):
 
 
 def cmd_join(a):
-    s10 = s10_rows(a.s10)
+    reference = reference_rows(a.reference)
     out = []
     # The twin: one profiled AGGREGATE per harness run, in order.
     twin = []
@@ -210,13 +210,13 @@ def cmd_join(a):
         rec.setdefault("registers", number(r["registers"]))
         rec.setdefault("grid", number(r["grid"]))
         rec.setdefault("block", number(r["block"]))
-        system = S10_SYSTEM[(r["strategy"], r["scheme"])]
+        system = REFERENCE_SYSTEM[(r["strategy"], r["scheme"])]
         direct_strategy = "workgroup_local" if groups <= DIRECT_LOCAL_MAX else "shared"
         if system != "direct" or r["strategy"] == direct_strategy:
-            _, ms, mode = s10_lookup(s10, system, groups, config)
+            _, ms, mode = reference_lookup(reference, system, groups, config)
             if ms is not None:
                 rec["reference_ms"] = ms
-                rec["reference"] = "OpenCL %s %sx%s s10 %s (AGGREGATE, the driver's blocks)" % (
+                rec["reference"] = "OpenCL %s %sx%s reference %s (AGGREGATE, the driver's blocks)" % (
                     system, config[0], config[1], mode)
                 # Like for like: the twin run as the driver's blocks, where it was.
                 twin_ms = rec["twin_blocks_ms_median"] or rec["twin_ms_median"]
@@ -235,9 +235,9 @@ def cmd_join(a):
     except OSError:
         pass
     peer_rows = read_ncu(a.peers_ncu) if a.peers_ncu else []
-    peers_s10 = {}
-    for r in s10_rows(a.s10_peers):
-        peers_s10[(r.get("system"), int(r.get("groups", 0) or 0))] = number(r.get("ms"))
+    peers_reference = {}
+    for r in reference_rows(a.reference_peers):
+        peers_reference[(r.get("system"), int(r.get("groups", 0) or 0))] = number(r.get("ms"))
     chunks, current = [], None
     for rec in peer_rows:
         if rec["kernel"] == "spin_kernel" or current is None:
@@ -261,10 +261,10 @@ def cmd_join(a):
                 if rec.get(k) is not None:
                     total[k] = total.get(k, 0.0) + rec[k]
         total.update(source="peer", system=peer, groups_log2=g, groups=groups)
-        ref = peers_s10.get((peer, groups))
+        ref = peers_reference.get((peer, groups))
         if ref:
             total["reference_ms"] = ref
-            total["reference"] = "peers.py best of 3, s10"
+            total["reference"] = "peers.py best of 3, reference run"
         derive(total, a.rows)
         out.append(total)
     with open(a.output, "w", newline="") as f:
@@ -290,7 +290,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="command", required=True)
     p = sub.add_parser("plan")
-    p.add_argument("--s10", required=True)
+    p.add_argument("--reference", required=True)
     p.add_argument("--groups", default="4,10,16,20,21,24,28")
     p.set_defaults(run=cmd_plan)
     p = sub.add_parser("metrics")
@@ -302,8 +302,8 @@ def main():
     p.add_argument("--twin-ncu")
     p.add_argument("--peers-ncu")
     p.add_argument("--ranges")
-    p.add_argument("--s10", default="")
-    p.add_argument("--s10-peers", default="")
+    p.add_argument("--reference", default="")
+    p.add_argument("--reference-peers", default="")
     p.add_argument("--rows", type=int, default=1 << 27)
     p.add_argument("-o", "--output", required=True)
     p.set_defaults(run=cmd_join)

@@ -2,14 +2,15 @@
 # Nsight Compute profiles of gpuagg's AGGREGATE (through its CUDA twin) and of PyTorch's peer
 # kernels, for SELECT g, sum(v) GROUP BY g over 2^27 uniform uint32 rows. On the GPU machine,
 # from the repository root:
-#   source .device/setup.sh && source bench/device_env.sh && bench/profile/run_profile.sh
+#   source .device/setup.sh && bench/profile/run_profile.sh   (or: bench/suite.sh --parts profile)
 # Writes to $OUT (default build/profile_out): profile.csv (one row per kernel x group count),
 # twin_runs.csv (the twin's own timings and checks), profile.log, raw.tar.gz (ncu's raw CSVs and
 # reports, the generated OpenCL and CUDA sources, ptxas' register counts).
 # Environment: PROFILE_GROUPS (default 4,10,16,20,21,24,28), PROFILE_ROWS_LOG2 (27),
 # PROFILE_REPS (5), PROFILE_ARCH (sm_90a, what NVIDIA's OpenCL compiler targets on the H100),
 # GPUAGG_INCLUDE (gpuagg's headers, default include/: e.g. a snapshot of the commit the OpenCL
-# figures were measured at), PROFILE_S10 (the OpenCL figures to compare with), PROFILE_DEADLINE_S
+# figures were measured at), PROFILE_REFERENCE and PROFILE_REFERENCE_PEERS (the OpenCL and
+# PyTorch figures to compare with, from the same lease), PROFILE_DEADLINE_S
 # (540: the profiling steps are cut short so that the join still runs within it).
 # What is missing on the machine (nvcc, ncu, torch, peers.py) is reported and its steps skipped.
 set -uo pipefail
@@ -22,8 +23,8 @@ rows_log2="${PROFILE_ROWS_LOG2:-27}"
 reps="${PROFILE_REPS:-5}"
 arch="${PROFILE_ARCH:-sm_90a}"
 include="${GPUAGG_INCLUDE:-$root/include}"
-s10="${PROFILE_S10:-$root/bench/results/h100/s10_targets.csv}"
-s10_peers="${PROFILE_S10_PEERS:-$root/bench/results/h100/s10_peers_gpu.csv}"
+reference="${PROFILE_REFERENCE:-$root/bench/results/h100/profile_reference.csv}"
+reference_peers="${PROFILE_REFERENCE_PEERS:-$root/bench/results/h100/profile_reference_peers.csv}"
 peers="${PROFILE_PEERS:-$root/.device/peers.py}"
 deadline=$((SECONDS + ${PROFILE_DEADLINE_S:-540}))  # the whole script, so its files are written in time
 export PYTHONUNBUFFERED=1
@@ -84,7 +85,7 @@ if have nvcc "the twin"; then
   fi
 fi
 
-python3 "$here/collect.py" plan --s10 "$s10" --groups "$groups" >"$work/plan.txt"
+python3 "$here/collect.py" plan --reference "$reference" --groups "$groups" >"$work/plan.txt"
 metrics=""
 if [[ ! " ${missing[*]} " =~ " ncu " && -x "$work/cl_on_cuda" ]]; then
   step "ncu: which metrics it takes (a 2^20-row run of the twin; a refused metric is dropped and the run retried)"
@@ -148,7 +149,7 @@ fi
 
 step "join -> $out/profile.csv"
 python3 "$here/collect.py" join --twin "$out/twin_runs.csv" --twin-ncu "$work/twin_ncu.csv" \
-  --peers-ncu "$work/peers_ncu.csv" --ranges "$work/peers_ranges.txt" --s10 "$s10" --s10-peers "$s10_peers" \
+  --peers-ncu "$work/peers_ncu.csv" --ranges "$work/peers_ranges.txt" --reference "$reference" --reference-peers "$reference_peers" \
   --rows $((1 << rows_log2)) -o "$out/profile.csv"
 (cd "$work" && tar czf "$out/raw.tar.gz" plan.txt src cubin/*.params ./*.csv ./*.err ./*.txt ./*.ncu-rep 2>/dev/null)
 ls -la "$out"
