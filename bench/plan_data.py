@@ -1,23 +1,37 @@
 #!/usr/bin/env python3
 """Writes a device's entry of the plan's per-device model (include/gpuagg/plan_data.hpp) from
-the oracle's recorded sweep (bench/suite.sh: sweep.csv): for every group count, the fastest
-configuration of WORKGROUPLOCAL and of SHARED on uniform keys, and on sorted keys (the runs
-configurations; where sorted keys were not measured at a group count, the nearest that was).
+a recorded sweep (groupby_bench --sweep-csv; bench/results/<device>/plan_sweep.csv is the one
+the shipped entry was written from): for every group count, the configuration of WORKGROUPLOCAL
+and of SHARED that is fastest and also good at the neighbouring group counts (best()), on
+uniform keys, and on sorted keys (the runs configurations; where sorted keys were not measured
+at a group count, the nearest that was).
 
-  bench/plan_data.py bench/results/h100/sweep.csv --name h100 [--write include/gpuagg/plan_data.hpp]
+  bench/plan_data.py bench/results/h100/plan_sweep.csv --name h100 [--write include/gpuagg/plan_data.hpp]
 
 Without --write it prints the entry; with it, it replaces the entry between the markers
 "// BEGIN <name>" and "// END <name>" in the header.
 """
 import argparse, csv, collections, re, sys
 
-def best(rows, strategy):
+def best(rows, strategy, window=1):
+    """Per group count, the configuration of `strategy` whose worst ratio to the fastest over the
+    neighbouring measured group counts (within `window` steps) is lowest, ties broken by its time
+    at the group count itself: near the optimum many configurations tie within the noise of one
+    measurement, and the one that is also good next door is the one a query between them meets."""
+    times = collections.defaultdict(dict)  # g -> config -> median wall
+    for r in rows:
+        if r["strategy"] == strategy:
+            times[int(r["groups_log2"])][(int(r["work_groups_per_cu"]), int(r["work_group_size"]))] = \
+                float(r["median_wall_ms"])
+    counts = sorted(times)
     out = {}
-    for g in sorted({int(r["groups_log2"]) for r in rows}):
-        cands = [r for r in rows if int(r["groups_log2"]) == g and r["strategy"] == strategy]
-        if cands:
-            b = min(cands, key=lambda r: float(r["median_wall_ms"]))
-            out[g] = (int(b["work_groups_per_cu"]), int(b["work_group_size"]))
+    for i, g in enumerate(counts):
+        near = counts[max(0, i - window):i + window + 1]
+        candidates = [c for c in times[g] if all(c in times[n] for n in near)] or list(times[g])
+        def score(c):
+            worst = max(times[n][c] / min(times[n].values()) for n in near if c in times[n])
+            return (round(worst, 3), times[g][c])
+        out[g] = min(candidates, key=score)
     return out
 
 def nearest(table, g, fallback):
@@ -39,7 +53,7 @@ def main():
     wgl, shared = best(uniform, "WORKGROUPLOCAL"), best(uniform, "SHARED")
     wgl_runs, shared_runs = best(sorted_, "WORKGROUPLOCAL"), best(sorted_, "SHARED")
     groups = sorted(shared)
-    lines = [f"// {device}: bench/results/{a.name}/sweep.csv, by bench/plan_data.py.",
+    lines = [f"// {device}: {a.sweep}, by bench/plan_data.py.",
              f"inline constexpr plan_regime {a.name}[] = {{"]
     last_wgl = (4, 256)
     for i, g in enumerate(groups):

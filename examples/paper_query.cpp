@@ -32,9 +32,8 @@ inline int paper_query(std::ostream& out, unsigned rows_log2 = 24, std::uint32_t
 
   const auto [col_a, col_b] = columns<2>;
   const auto query = select(sum(square(col_a - col_b)) / count());
-  options opts;
-  opts.expected_groups = groups;
-  const auto r = group_by(g, values(a, b), query, opts);
+  // The call a user makes: no options; the group count is estimated, the plan chosen for it.
+  const auto r = group_by(g, values(a, b), query);
 
   const auto& s = r.stats;
   out << "SELECT g, sum((a - b)^2) / count(*) FROM R GROUP BY g\n";

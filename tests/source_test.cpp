@@ -84,7 +84,8 @@ TEST_CASE("a query's OpenCL text is exactly as expected: the paper's query") {
         "P##acc1 = (AS acc1_t*)((AS uchar*)P##keys + ACC_WORD_BYTES * 2u);\n"
         "#define ACC_COPY_FROM(P, s, Q, q) P##acc0[s] = Q##acc0[q]; P##acc1[s] = Q##acc1[q];\n"
         "#define OUT_PARAMS , __global out0_t* restrict out0\n"
-        "#define OUT_STORE_ALL(pos, slot) out0[pos] = OUT0_VALUE(slot);\n");
+        "#define OUT_STORE_ALL(pos, slot) out0[pos] = OUT0_VALUE(slot);\n"
+        "#define ROW_PASSES(row) 1\n");
 }
 
 TEST_CASE("each strategy's program is a compile-time constant holding its own AGGREGATE") {

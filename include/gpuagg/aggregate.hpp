@@ -9,7 +9,8 @@
 //    overflow); float and double accumulate in double. IEEE rules: a NaN makes the sum NaN,
 //    +inf + -inf is NaN. The order of additions is unspecified, so double sums may differ from a
 //    sequential sum in the last bits.
-//  - min(e), max(e) keep the value type. Floating-point values are ordered as in PostgreSQL:
+//  - min(e), max(e) keep the value type (8- and 16-bit values are kept in 32-bit accumulators,
+//    which atomics need, and returned in their own type). Floating-point values are ordered as in PostgreSQL:
 //    NaN is greater than every number (and equal to itself). So max() of a group holding a NaN is
 //    NaN, and min() is NaN only when every value is NaN.
 //  - avg(e) is as<double>(sum(e)) / as<double>(count()).
@@ -105,13 +106,23 @@ constexpr T wrapping_add(T a, T b) {
 
 }  // namespace detail
 
-/// The policy of aggregation `Kind` over values of type V (`void` for count).
+/// The policy of aggregation `Kind` over values of type V (`void` for count). `acc_type` is what
+/// the table keeps, `result_type` what a query returns for the aggregate alone.
 template <class Kind, class V>
 struct aggregate_policy;
+
+namespace detail {
+/// The accumulator of min/max over V: V itself, or for 8- and 16-bit integers the 32-bit type of
+/// their signedness (OpenCL has no atomics on narrower words).
+template <class V>
+using extreme_acc_t =
+    std::conditional_t<narrow_integer<V>, std::conditional_t<std::is_signed_v<V>, std::int32_t, std::uint32_t>, V>;
+}  // namespace detail
 
 template <class V>
 struct aggregate_policy<count_kind, V> {
   using acc_type = std::uint64_t;
+  using result_type = acc_type;
   static constexpr detail::fixed_string op{"add"};
   static constexpr acc_type identity() { return 0; }
   static constexpr acc_type from_row(...) { return 1; }
@@ -122,6 +133,7 @@ template <value_type V>
 struct aggregate_policy<sum_kind, V> {
   using acc_type = std::conditional_t<std::is_floating_point_v<V>, double,
                                       std::conditional_t<std::is_signed_v<V>, std::int64_t, std::uint64_t>>;
+  using result_type = acc_type;
   static constexpr detail::fixed_string op{"add"};
   static constexpr acc_type identity() { return 0; }
   static constexpr acc_type from_row(V value) { return static_cast<acc_type>(value); }
@@ -130,11 +142,12 @@ struct aggregate_policy<sum_kind, V> {
 
 template <value_type V>
 struct aggregate_policy<min_kind, V> {
-  using acc_type = V;
+  using acc_type = detail::extreme_acc_t<V>;
+  using result_type = V;
   static constexpr detail::fixed_string op{"minimum"};
   static constexpr acc_type identity() {
     if constexpr (std::is_floating_point_v<V>) return std::numeric_limits<V>::quiet_NaN();
-    else return std::numeric_limits<V>::max();
+    else return std::numeric_limits<acc_type>::max();
   }
   static constexpr acc_type from_row(V value) { return value; }
   static constexpr acc_type combine(acc_type a, acc_type b) { return detail::ordered_less(b, a) ? b : a; }
@@ -142,11 +155,12 @@ struct aggregate_policy<min_kind, V> {
 
 template <value_type V>
 struct aggregate_policy<max_kind, V> {
-  using acc_type = V;
+  using acc_type = detail::extreme_acc_t<V>;
+  using result_type = V;
   static constexpr detail::fixed_string op{"maximum"};
   static constexpr acc_type identity() {
     if constexpr (std::is_floating_point_v<V>) return -std::numeric_limits<V>::infinity();
-    else return std::numeric_limits<V>::lowest();
+    else return std::numeric_limits<acc_type>::lowest();
   }
   static constexpr acc_type from_row(V value) { return value; }
   static constexpr acc_type combine(acc_type a, acc_type b) { return detail::ordered_less(a, b) ? b : a; }

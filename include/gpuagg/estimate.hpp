@@ -307,10 +307,11 @@ struct host_sketch {
   std::uint64_t neighbour_equal = 0;
 };
 
-template <class Key>
-host_sketch sketch_host_keys(const Key* column, std::uint64_t rows, std::uint64_t stride, std::uint64_t n,
+/// The sketches of rows 0, stride, ... (n of them) of `rows`, each row's key word given by
+/// `load(row)` (a 64-bit value: the table word of a key).
+template <class Load>
+host_sketch sketch_host_rows(const Load& load, std::uint64_t rows, std::uint64_t stride, std::uint64_t n,
                              unsigned threads) {
-  using bits_type = std::make_unsigned_t<Key>;
   threads = std::max(1u, std::min<unsigned>(threads, static_cast<unsigned>((n + 65535) / 65536)));
   std::vector<host_sketch> parts(threads);
   const auto work = [&](unsigned t) {
@@ -318,13 +319,13 @@ host_sketch sketch_host_keys(const Key* column, std::uint64_t rows, std::uint64_
     const std::uint64_t chunk = (n + threads - 1) / threads;
     for (std::uint64_t i = t * chunk; i < std::min(n, (t + 1) * chunk); ++i) {
       const std::uint64_t row = i * stride;
-      const auto bits = static_cast<bits_type>(column[row]);
-      const auto slot = sketch_slot(sketch_hash(static_cast<std::uint64_t>(bits)));
+      const std::uint64_t bits = load(row);
+      const auto slot = sketch_slot(sketch_hash(bits));
       part.registers[slot.index] = std::max(part.registers[slot.index], slot.rank);
       if (i % 4 == 0) part.sub_registers[slot.index] = std::max(part.sub_registers[slot.index], slot.rank);
       if (row + 1 < rows) {
         ++part.neighbour_pairs;
-        part.neighbour_equal += static_cast<bits_type>(column[row + 1]) == bits ? 1 : 0;
+        part.neighbour_equal += load(row + 1) == bits ? 1 : 0;
       }
     }
   };
@@ -344,6 +345,15 @@ host_sketch sketch_host_keys(const Key* column, std::uint64_t rows, std::uint64_
     merged.neighbour_equal += parts[t].neighbour_equal;
   }
   return merged;
+}
+
+/// sketch_host_rows over one key column, each key's word its own bits (as a table word holds it).
+template <class Key>
+host_sketch sketch_host_keys(const Key* column, std::uint64_t rows, std::uint64_t stride, std::uint64_t n,
+                             unsigned threads) {
+  using word = std::conditional_t<(sizeof(Key) < 4), std::uint32_t, std::make_unsigned_t<Key>>;
+  return sketch_host_rows([column](std::uint64_t row) { return std::uint64_t(static_cast<word>(column[row])); },
+                          rows, stride, n, threads);
 }
 
 }  // namespace detail

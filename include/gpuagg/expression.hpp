@@ -68,8 +68,55 @@ struct divides_op {
   static constexpr auto apply(A a, B b) { return a / b; }
 };
 
+// Comparisons and logic yield an int, 1 or 0, as in C and OpenCL C: a WHERE predicate
+// (query::where), and a value like any other (sum(col<0> > lit<10>) counts the rows above 10).
+struct less_op {
+  static constexpr detail::fixed_string symbol{" < "};
+  template <class A, class B>
+  static constexpr int apply(A a, B b) { return a < b; }
+};
+struct less_equal_op {
+  static constexpr detail::fixed_string symbol{" <= "};
+  template <class A, class B>
+  static constexpr int apply(A a, B b) { return a <= b; }
+};
+struct greater_op {
+  static constexpr detail::fixed_string symbol{" > "};
+  template <class A, class B>
+  static constexpr int apply(A a, B b) { return a > b; }
+};
+struct greater_equal_op {
+  static constexpr detail::fixed_string symbol{" >= "};
+  template <class A, class B>
+  static constexpr int apply(A a, B b) { return a >= b; }
+};
+struct equal_op {
+  static constexpr detail::fixed_string symbol{" == "};
+  template <class A, class B>
+  static constexpr int apply(A a, B b) { return a == b; }
+};
+struct not_equal_op {
+  static constexpr detail::fixed_string symbol{" != "};
+  template <class A, class B>
+  static constexpr int apply(A a, B b) { return a != b; }
+};
+struct and_op {
+  static constexpr detail::fixed_string symbol{" && "};
+  template <class A, class B>
+  static constexpr int apply(A a, B b) { return a && b; }
+};
+struct or_op {
+  static constexpr detail::fixed_string symbol{" || "};
+  template <class A, class B>
+  static constexpr int apply(A a, B b) { return a || b; }
+};
+
 template <class Op, expression L, expression R>
 struct binary_expr : detail::expression_tag {};
+
+/// Logical negation: 1 where E is 0, else 0.
+template <expression E>
+struct not_expr : detail::expression_tag {};
 
 template <expression L, expression R>
 constexpr binary_expr<plus_op, L, R> operator+(L, R) { return {}; }
@@ -79,6 +126,25 @@ template <expression L, expression R>
 constexpr binary_expr<multiplies_op, L, R> operator*(L, R) { return {}; }
 template <expression L, expression R>
 constexpr binary_expr<divides_op, L, R> operator/(L, R) { return {}; }
+
+template <expression L, expression R>
+constexpr binary_expr<less_op, L, R> operator<(L, R) { return {}; }
+template <expression L, expression R>
+constexpr binary_expr<less_equal_op, L, R> operator<=(L, R) { return {}; }
+template <expression L, expression R>
+constexpr binary_expr<greater_op, L, R> operator>(L, R) { return {}; }
+template <expression L, expression R>
+constexpr binary_expr<greater_equal_op, L, R> operator>=(L, R) { return {}; }
+template <expression L, expression R>
+constexpr binary_expr<equal_op, L, R> operator==(L, R) { return {}; }
+template <expression L, expression R>
+constexpr binary_expr<not_equal_op, L, R> operator!=(L, R) { return {}; }
+template <expression L, expression R>
+constexpr binary_expr<and_op, L, R> operator&&(L, R) { return {}; }
+template <expression L, expression R>
+constexpr binary_expr<or_op, L, R> operator||(L, R) { return {}; }
+template <expression E>
+constexpr not_expr<E> operator!(E) { return {}; }
 
 /// e * e, for the paper's (a - b)^2.
 template <expression E>

@@ -45,6 +45,30 @@ constexpr std::tuple<const Columns&...> values(const Columns&... cols) {
   return std::tuple<const Columns&...>(cols...);
 }
 
+/// Several key columns, by reference: `group_by(keys(returnflag, linestatus), ...)` groups by
+/// their combination (GROUP BY a, b). Their bits together must fit 64 (packed_key, key.hpp);
+/// the result has one key column per key (result::keys.column<c>()).
+template <class... Columns>
+struct key_columns_ref {
+  std::tuple<const Columns&...> columns;
+};
+template <column... Columns>
+constexpr key_columns_ref<Columns...> keys(const Columns&... cols) {
+  static_assert(sizeof...(Columns) >= 1, "gpuagg: keys(...) needs a key column");
+  return {std::tuple<const Columns&...>(cols...)};
+}
+
+namespace detail {
+template <class K>
+struct is_key_columns_ref : std::false_type {};
+template <class... C>
+struct is_key_columns_ref<key_columns_ref<C...>> : std::true_type {};
+}  // namespace detail
+
+/// What group_by takes as its keys: one column, or keys(a, b, ...).
+template <class K>
+concept key_input = column<K> || detail::is_key_columns_ref<std::remove_cvref_t<K>>::value;
+
 namespace detail {
 
 template <class T>
@@ -61,13 +85,26 @@ decltype(auto) as_value_tuple(const Values& values) {
   }
 }
 
-template <column KeyColumn, class Query, class ValueTuple>
-struct bound_for;
-template <column KeyColumn, class Query, class... Columns>
-struct bound_for<KeyColumn, Query, std::tuple<Columns...>> {
+template <class KeyColumn>
+struct key_policy_for {
   using key_value = column_element_t<KeyColumn>;
-  static_assert(key_type<key_value>, "gpuagg: keys must be int32_t, uint32_t, int64_t or uint64_t");
-  using type = bound_query<single_key<key_value>, Query, column_element_t<Columns>...>;
+  static_assert(key_type<key_value>, "gpuagg: keys must be 8-, 16-, 32- or 64-bit integers (int8_t ... uint64_t)");
+  using type = single_key<key_value>;
+};
+template <class Column>
+struct key_policy_for<key_columns_ref<Column>> : key_policy_for<Column> {};
+template <class... Columns>
+struct key_policy_for<key_columns_ref<Columns...>> {
+  static_assert((key_type<column_element_t<Columns>> && ...),
+                "gpuagg: keys must be 8-, 16-, 32- or 64-bit integers (int8_t ... uint64_t)");
+  using type = packed_key<column_element_t<Columns>...>;
+};
+
+template <class KeyInput, class Query, class ValueTuple>
+struct bound_for;
+template <class KeyInput, class Query, class... Columns>
+struct bound_for<KeyInput, Query, std::tuple<Columns...>> {
+  using type = bound_query<typename key_policy_for<KeyInput>::type, Query, column_element_t<Columns>...>;
 };
 
 template <class Key, class Tuple>
@@ -90,18 +127,27 @@ std::vector<column_data> column_list(const KeyColumn& keys, const ValueTuple& va
              values);
   return list;
 }
+template <class... KeyColumns, class ValueTuple>
+std::vector<column_data> column_list(const key_columns_ref<KeyColumns...>& keys, const ValueTuple& values) {
+  std::vector<column_data> list;
+  std::apply([&](const auto&... c) { (list.push_back(column_traits<std::remove_cvref_t<decltype(c)>>::data(c)), ...); },
+             keys.columns);
+  std::apply([&](const auto&... c) { (list.push_back(column_traits<std::remove_cvref_t<decltype(c)>>::data(c)), ...); },
+             values);
+  return list;
+}
 
 }  // namespace detail
 
 /// The driver of one query, for stepping block by block (the tuner, benchmarks, several devices).
 /// It reads the columns as it runs, after this call returns: they must outlive the driver.
-template <class Query, column KeyColumn, class Values>
+template <class Query, key_input KeyColumn, class Values>
 auto make_driver(const KeyColumn& keys, const Values& values, Query, const options& opts = {}) {
   const auto& tuple = detail::as_value_tuple(values);
   using bound = typename detail::bound_for<KeyColumn, Query, std::remove_cvref_t<decltype(tuple)>>::type;
   if constexpr (bound::scheme::is_identity) {
     // The domain's bounds may be any integers; only here is the key type they must fit known.
-    if (opts.domain) opts.domain->check<typename bound::key::value_type>();
+    if (opts.domain) opts.domain->check<typename bound::key::domain_type>();
   }
   context& ctx = opts.ctx ? *opts.ctx : default_context();
   return std::make_unique<aggregation_driver<bound>>(ctx, opts, detail::column_list(keys, tuple));
@@ -146,7 +192,7 @@ tuning_key tuning_key_for(const Driver& driver) {
   std::ostringstream query;
   query << bound::output_count << " outputs over " << bound::value_count << " columns, " << bound::scheme::name.view()
         << ", shape " << std::hex << shape;
-  std::string key_name(cl_type_name<typename bound::key::value_type>.view());
+  std::string key_name(bound::key::name.view());
   return {driver.device().name, driver.device().driver_version, query.str(), key_name,
           tuning_key::log2_groups(driver.planned_groups())};
 }
@@ -179,7 +225,7 @@ std::optional<tuning_report> run_query(Driver& driver, const options& opts, bool
 /// SELECT keys, outputs... GROUP BY keys: the result on the host.
 /// `values`: one column or values(c0, c1, ...); columns are std::vector, std::span or
 /// device_column (all on the host or all on the device).
-template <class Query, column KeyColumn, class Values>
+template <class Query, key_input KeyColumn, class Values>
 auto group_by(const KeyColumn& keys, const Values& values, Query query, const options& opts = {}) {
   auto driver = make_driver(keys, values, query, opts);
   using bound = typename std::remove_reference_t<decltype(*driver)>::bound_type;
@@ -190,7 +236,7 @@ auto group_by(const KeyColumn& keys, const Values& values, Query query, const op
 
 /// As group_by, always tuned with Algorithm 1 configured by `Params` (unless the caller fixes
 /// the strategy or configuration), returning the tuning report with the result.
-template <tuner_params Params = tuner_params{}, class Query, column KeyColumn, class Values>
+template <tuner_params Params = tuner_params{}, class Query, key_input KeyColumn, class Values>
 auto tuned_group_by(const KeyColumn& keys, const Values& values, Query query, const options& opts = {}) {
   auto driver = make_driver(keys, values, query, opts);
   using bound = typename std::remove_reference_t<decltype(*driver)>::bound_type;
@@ -201,7 +247,7 @@ auto tuned_group_by(const KeyColumn& keys, const Values& values, Query query, co
 }
 
 /// As group_by, with the result left in device buffers.
-template <class Query, column KeyColumn, class Values>
+template <class Query, key_input KeyColumn, class Values>
 auto group_by_on_device(const KeyColumn& keys, const Values& values, Query query, const options& opts = {}) {
   auto driver = make_driver(keys, values, query, opts);
   using bound = typename std::remove_reference_t<decltype(*driver)>::bound_type;

@@ -60,7 +60,11 @@ struct domain_bound {
 
 template <key_type Key>
 constexpr std::string_view key_type_name() noexcept {
-  if constexpr (std::is_same_v<Key, std::int32_t>) return "int32_t";
+  if constexpr (std::is_same_v<Key, std::int8_t>) return "int8_t";
+  else if constexpr (std::is_same_v<Key, std::uint8_t>) return "uint8_t";
+  else if constexpr (std::is_same_v<Key, std::int16_t>) return "int16_t";
+  else if constexpr (std::is_same_v<Key, std::uint16_t>) return "uint16_t";
+  else if constexpr (std::is_same_v<Key, std::int32_t>) return "int32_t";
   else if constexpr (std::is_same_v<Key, std::uint32_t>) return "uint32_t";
   else if constexpr (std::is_same_v<Key, std::int64_t>) return "int64_t";
   else return "uint64_t";

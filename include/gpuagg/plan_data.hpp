@@ -2,8 +2,9 @@
 // The plan's per-device model (Rosenfeld et al., section 5: "a model that predicts the fastest
 // parameters per device"), as data: for each regime of table size, the fastest configuration of
 // each hash strategy on a device, measured there. Looked up device -> architecture -> vendor ->
-// generic, as CLBlast's tuning database is. bench/plan_data.py writes a measured entry from the
-// oracle's recorded sweep (bench/suite.sh: bench/results/<device>/sweep.csv); docs/plan.md.
+// generic, as CLBlast's tuning database is. bench/plan_data.py writes a measured entry from a
+// recorded sweep of every configuration (bench/results/<device>/plan_sweep.csv); the run of
+// record then measures the plan against a fresh sweep (docs/benchmarks.md).
 
 #include <cstdint>
 #include <span>
@@ -56,23 +57,23 @@ struct plan_entry {
 namespace detail::plan_data {
 
 // BEGIN h100
-// NVIDIA H100 80GB HBM3: bench/results/h100/sweep.csv, by bench/plan_data.py.
+// NVIDIA H100 80GB HBM3: bench/results/h100/plan_sweep.csv, by bench/plan_data.py.
 inline constexpr plan_regime h100[] = {
-    {0, {8, 256}, {64, 128}, {8, 128}, {512, 128}},
-    {2, {4, 256}, {4, 256}, {8, 128}, {512, 128}},
-    {4, {4, 256}, {8, 128}, {8, 128}, {512, 128}},
-    {6, {4, 256}, {128, 64}, {8, 128}, {512, 128}},
-    {8, {16, 256}, {16, 256}, {2, 256}, {128, 8}},
-    {10, {8, 256}, {64, 256}, {2, 256}, {128, 8}},
-    {12, {8, 256}, {128, 256}, {2, 256}, {128, 8}},
-    {14, {8, 256}, {64, 256}, {2, 256}, {32, 32}},
-    {16, {8, 256}, {128, 256}, {2, 256}, {32, 32}},
-    {18, {8, 256}, {64, 128}, {2, 256}, {32, 32}},
-    {20, {8, 256}, {512, 128}, {2, 256}, {32, 32}},
+    {0, {16, 64}, {8, 64}, {2, 256}, {128, 8}},
+    {2, {16, 64}, {8, 64}, {2, 256}, {128, 8}},
+    {4, {4, 256}, {16, 32}, {2, 256}, {128, 8}},
+    {6, {32, 256}, {32, 256}, {2, 256}, {128, 8}},
+    {8, {8, 256}, {32, 256}, {2, 256}, {64, 16}},
+    {10, {8, 256}, {256, 128}, {2, 256}, {64, 16}},
+    {12, {8, 256}, {256, 128}, {2, 256}, {64, 16}},
+    {14, {8, 256}, {32, 256}, {2, 256}, {64, 16}},
+    {16, {8, 256}, {64, 256}, {2, 256}, {64, 16}},
+    {18, {8, 256}, {256, 64}, {2, 256}, {64, 16}},
+    {20, {8, 256}, {1024, 128}, {2, 256}, {32, 32}},
     {22, {8, 256}, {1024, 256}, {2, 256}, {32, 32}},
-    {24, {8, 256}, {4, 128}, {2, 256}, {32, 32}},
-    {26, {8, 256}, {32, 8}, {2, 256}, {32, 32}},
-    {63, {8, 256}, {1024, 8}, {2, 256}, {32, 32}},
+    {24, {8, 256}, {1024, 256}, {2, 256}, {128, 32}},
+    {26, {8, 256}, {2, 256}, {2, 256}, {128, 32}},
+    {63, {8, 256}, {64, 8}, {2, 256}, {128, 32}},
 };
 // END h100
 

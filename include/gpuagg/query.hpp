@@ -93,6 +93,8 @@ template <class Op, class L, class R>
 struct aggregates_in<binary_expr<Op, L, R>> {
   using type = typename join<typename aggregates_in<L>::type, typename aggregates_in<R>::type>::type;
 };
+template <class E>
+struct aggregates_in<not_expr<E>> : aggregates_in<E> {};
 
 template <class T>
 inline constexpr bool always_false = false;
@@ -157,6 +159,14 @@ struct typed<binary_expr<Op, L, R>, Env> {
   }
 };
 
+template <class E, class Env>
+struct typed<not_expr<E>, Env> {
+  using type = int;
+  static constexpr auto cl = concat(fixed_string{"(!"}, typed<E, Env>::cl, fixed_string{")"});
+  template <class Args>
+  static constexpr type eval(const Args& args) { return !typed<E, Env>::eval(args); }
+};
+
 template <class K, class A, class... Values>
 struct typed<aggregate_expr<K, A>, row_env<Values...>> {
   static_assert(always_false<A>, "gpuagg: aggregates cannot be nested inside an aggregate");
@@ -180,23 +190,51 @@ using policy_of = aggregate_policy<typename Aggregate::kind, typename aggregate_
 template <class K, class A, class Aggregates, class RowEnv>
 struct typed<aggregate_expr<K, A>, output_env<Aggregates, RowEnv>> {
   static constexpr std::size_t index = index_of<Aggregates, aggregate_expr<K, A>>::value;
-  using type = typename policy_of<aggregate_expr<K, A>, RowEnv>::acc_type;
-  static constexpr auto cl = concat(fixed_string{"g_acc"}, to_fixed_string<index>(), fixed_string{"[slot]"});
+  using policy = policy_of<aggregate_expr<K, A>, RowEnv>;
+  using type = typename policy::result_type;
+  // The accumulator, converted where the aggregate returns a narrower type than it keeps.
+  static constexpr auto cl = [] {
+    constexpr auto access = concat(fixed_string{"g_acc"}, to_fixed_string<index>(), fixed_string{"[slot]"});
+    if constexpr (std::is_same_v<type, typename policy::acc_type>) {
+      return access;
+    } else {
+      return concat(fixed_string{"(("}, cl_type_name<type>, fixed_string{")"}, access, fixed_string{")"});
+    }
+  }();
   template <class Accumulators>
-  static constexpr type eval(const Accumulators& accs) { return std::get<index>(accs); }
+  static constexpr type eval(const Accumulators& accs) { return static_cast<type>(std::get<index>(accs)); }
 };
 
 }  // namespace detail
 
-/// `SELECT g, Outputs... GROUP BY g` with hashing scheme `Scheme`.
-template <class Scheme, expression... Outputs>
-struct query {
+/// No WHERE clause: every row counts.
+struct all_rows {};
+
+/// `SELECT g, Outputs... FROM R WHERE Predicate GROUP BY g` with hashing scheme `Scheme`.
+template <class Scheme, class Predicate, expression... Outputs>
+struct basic_query {
   static_assert(sizeof...(Outputs) > 0, "gpuagg: a query needs at least one output, e.g. gpuagg::count()");
   static_assert(Scheme::name.size() > 0, "gpuagg: the scheme must be gpuagg::hashing<Hash, Probing>");
   static_assert(((detail::aggregates_in<Outputs>::type::size > 0) && ...),
                 "gpuagg: every output needs an aggregate (count, sum, min, max, avg)");
   using scheme = Scheme;
+  using predicate = Predicate;
+
+  /// The query with a WHERE clause: a row expression over the value columns, evaluated in
+  /// AGGREGATE before the row touches the table; a row where it is 0 never counts and never
+  /// makes a group. Comparisons (< <= > >= == !=), && || ! and arithmetic, e.g.
+  /// `select(sum(col<0>)).where(col<2> <= lit<10471> && col<1> != lit<0>)`.
+  template <expression P>
+  constexpr basic_query<Scheme, P, Outputs...> where(P) const {
+    static_assert(std::is_same_v<Predicate, all_rows>, "gpuagg: a query takes one where(); join conditions with &&");
+    static_assert(detail::aggregates_in<P>::type::size == 0, "gpuagg: where() takes no aggregate (no HAVING)");
+    return {};
+  }
 };
+
+/// `SELECT g, Outputs... GROUP BY g` with hashing scheme `Scheme`.
+template <class Scheme, class... Outputs>
+using query = basic_query<Scheme, all_rows, Outputs...>;
 
 /// The query `SELECT g, outputs... GROUP BY g`, hashed with multiply-shift and linear probing.
 template <class Scheme = hashing<>, expression... Outputs>
@@ -209,10 +247,10 @@ constexpr query<Scheme, Outputs...> select(Outputs...) {
 template <key_policy Key, class Query, class... Values>
 struct bound_query;
 
-template <key_policy Key, class Scheme, class... Outputs, class... Values>
-struct bound_query<Key, query<Scheme, Outputs...>, Values...> {
-  static_assert((value_type<Values> && ...), "gpuagg: value columns must be int32, uint32, int64, uint64, float or "
-                                              "double");
+template <key_policy Key, class Scheme, class Predicate, class... Outputs, class... Values>
+struct bound_query<Key, basic_query<Scheme, Predicate, Outputs...>, Values...> {
+  static_assert((value_type<Values> && ...), "gpuagg: value columns must be 8-, 16-, 32- or 64-bit "
+                                              "integers, float or double");
   using key = Key;
   using scheme = Scheme;
   using row_env = detail::row_env<Values...>;
@@ -274,6 +312,15 @@ struct bound_query<Key, query<Scheme, Outputs...>, Values...> {
   }
   static constexpr output_tuple finalize(const accumulator_tuple& accs) {
     return output_tuple{detail::typed<Outputs, out_env>::eval(accs)...};
+  }
+  static constexpr bool has_predicate = !std::is_same_v<Predicate, all_rows>;
+  /// Whether a row passes the WHERE clause.
+  static constexpr bool passes(const value_tuple& row) {
+    if constexpr (has_predicate) {
+      return detail::typed<Predicate, row_env>::eval(row) != 0;
+    } else {
+      return true;
+    }
   }
 
   // ---- OpenCL text ----
@@ -395,10 +442,21 @@ struct bound_query<Key, query<Scheme, Outputs...>, Values...> {
            std::make_index_sequence<value_count>{});
   }
 
+  /// ROW_PASSES(row): the WHERE clause (1 without one).
+  static constexpr auto predicate_source() {
+    using detail::fixed_string;
+    if constexpr (has_predicate) {
+      return detail::concat(fixed_string{"#define ROW_PASSES(row) ("}, detail::typed<Predicate, row_env>::cl,
+                            fixed_string{")\n"});
+    } else {
+      return fixed_string{"#define ROW_PASSES(row) 1\n"};
+    }
+  }
+
   /// Everything the query contributes to its OpenCL program.
   static constexpr auto cl_source = [] {
     return [&]<std::size_t... J, std::size_t... K>(std::index_sequence<J...>, std::index_sequence<K...>) {
-      return detail::concat(aggregate_source<J>()..., output_source<K>()..., list_macros());
+      return detail::concat(aggregate_source<J>()..., output_source<K>()..., list_macros(), predicate_source());
     }(std::make_index_sequence<aggregate_count>{}, std::make_index_sequence<output_count>{});
   }();
 };

@@ -8,6 +8,8 @@
 #include <numeric>
 #include <span>
 #include <tuple>
+#include <type_traits>
+#include <utility>
 #include <unordered_map>
 #include <vector>
 
@@ -25,23 +27,36 @@ struct reference_result_for<Key, std::tuple<Outputs...>> {
 };
 }  // namespace detail
 
-/// SELECT key, outputs... GROUP BY key on the CPU, groups sorted by key.
+/// SELECT key, outputs... FROM R WHERE predicate GROUP BY key on the CPU, groups sorted by
+/// key. `keys` holds the key policy's values (tuples for composite keys).
 template <class Bound, class Key, class... Values>
 auto reference_group_by(std::span<const Key> keys, std::span<const Values>... values) {
+  using key_policy = typename Bound::key;
   using accumulators = typename Bound::accumulator_tuple;
-  std::unordered_map<Key, accumulators> groups;
+  std::unordered_map<typename key_policy::bits_type, accumulators> groups;
   groups.reserve(std::min<std::size_t>(keys.size(), 1 << 22));
   for (std::size_t row = 0; row < keys.size(); ++row) {
-    auto [it, inserted] = groups.try_emplace(keys[row], Bound::identity());
-    Bound::accumulate(it->second, typename Bound::value_tuple(values[row]...));
+    const typename Bound::value_tuple values_of_row(values[row]...);
+    if (!Bound::passes(values_of_row)) continue;
+    auto [it, inserted] = groups.try_emplace(key_policy::to_bits(keys[row]), Bound::identity());
+    Bound::accumulate(it->second, values_of_row);
   }
   typename detail::reference_result_for<Key, typename Bound::output_tuple>::type out;
-  out.keys.reserve(groups.size());
-  for (const auto& entry : groups) out.keys.push_back(entry.first);
-  std::sort(out.keys.begin(), out.keys.end());
-  std::apply([&](auto&... column) { (column.reserve(out.keys.size()), ...); }, out.columns);
-  for (const auto key : out.keys) {
-    const auto outputs = Bound::finalize(groups.at(key));
+  std::vector<Key> sorted;
+  sorted.reserve(groups.size());
+  for (const auto& entry : groups) sorted.push_back(key_policy::from_bits(entry.first));
+  std::sort(sorted.begin(), sorted.end());
+  out.keys.resize(sorted.size());
+  std::apply([&](auto&... column) { (column.reserve(sorted.size()), ...); }, out.columns);
+  for (std::size_t i = 0; i < sorted.size(); ++i) {
+    if constexpr (std::is_same_v<decltype(out.keys), std::vector<Key>>) {
+      out.keys[i] = sorted[i];
+    } else {
+      [&]<std::size_t... C>(std::index_sequence<C...>) {
+        ((out.keys.template column<C>()[i] = std::get<C>(sorted[i])), ...);
+      }(std::make_index_sequence<key_policy::columns>{});
+    }
+    const auto outputs = Bound::finalize(groups.at(key_policy::to_bits(sorted[i])));
     [&]<std::size_t... I>(std::index_sequence<I...>) {
       (std::get<I>(out.columns).push_back(std::get<I>(outputs)), ...);
     }(std::make_index_sequence<std::tuple_size_v<typename Bound::output_tuple>>{});
@@ -61,7 +76,11 @@ void sort_by_key(result<Key, Outputs...>& r) {
     auto copy = column;
     for (std::size_t i = 0; i < order.size(); ++i) column[i] = copy[order[i]];
   };
-  permute(r.keys);
+  if constexpr (requires { r.keys.permute(order); }) {
+    r.keys.permute(order);
+  } else {
+    permute(r.keys);
+  }
   std::apply([&](auto&... column) { (permute(column), ...); }, r.columns);
 }
 

@@ -85,10 +85,69 @@ inline std::ostream& operator<<(std::ostream& os, const query_stats& s) {
   return os;
 }
 
-/// Result on the host: `keys[i]` is the group of row i of every output column.
+/// The keys of a result with composite keys (keys(a, b, ...)): one vector per key column;
+/// `keys[i]` is group i's key as a tuple, `keys.column<c>()` key column c.
+template <class... K>
+struct key_columns_of {
+  std::tuple<std::vector<K>...> columns;
+
+  std::size_t size() const noexcept { return std::get<0>(columns).size(); }
+  void resize(std::size_t n) {
+    std::apply([n](auto&... column) { (column.resize(n), ...); }, columns);
+  }
+  std::tuple<K...> operator[](std::size_t i) const {
+    return std::apply([i](const auto&... column) { return std::tuple<K...>{column[i]...}; }, columns);
+  }
+  template <std::size_t I>
+  const auto& column() const noexcept { return std::get<I>(columns); }
+  template <std::size_t I>
+  auto& column() noexcept { return std::get<I>(columns); }
+  /// Key column c's elements (for copies).
+  void* data(std::size_t c) {
+    void* out = nullptr;
+    std::size_t i = 0;
+    std::apply([&](auto&... column) { ((out = i++ == c ? static_cast<void*>(column.data()) : out), ...); }, columns);
+    return out;
+  }
+  /// Reorders every key column by `order` (group i takes group order[i]'s key).
+  void permute(const std::vector<std::size_t>& order) {
+    std::apply(
+        [&](auto&... column) {
+          ((void)[&] {
+             auto copy = column;
+             for (std::size_t i = 0; i < order.size(); ++i) column[i] = copy[order[i]];
+           }(),
+           ...);
+        },
+        columns);
+  }
+};
+
+namespace detail {
+template <class Key>
+struct host_keys_of {
+  using type = std::vector<Key>;
+};
+template <class... K>
+struct host_keys_of<std::tuple<K...>> {
+  using type = key_columns_of<K...>;
+};
+/// Key column c's elements of a result's keys.
+template <class Key>
+void* key_column_data(std::vector<Key>& keys, std::size_t) {
+  return keys.data();
+}
+template <class... K>
+void* key_column_data(key_columns_of<K...>& keys, std::size_t c) {
+  return keys.data(c);
+}
+}  // namespace detail
+
+/// Result on the host: `keys[i]` is the group of row i of every output column (a tuple for
+/// composite keys, whose columns are keys.column<c>()).
 template <class Key, class... Outputs>
 struct result {
-  std::vector<Key> keys;
+  typename detail::host_keys_of<Key>::type keys;
   std::tuple<std::vector<Outputs>...> columns;
   query_stats stats;
 
@@ -100,10 +159,12 @@ struct result {
 template <class Bound>
 class aggregation_driver;
 
-/// Result left on the device: buffers of size() elements.
+/// Result left on the device: buffers of size() elements. `keys` is the (first) key column;
+/// `key_columns` every key column (one for a single key).
 template <class Key, class... Outputs>
 struct device_result {
   cl::Buffer keys;
+  std::vector<cl::Buffer> key_columns;
   std::tuple<decltype(sizeof(Outputs), cl::Buffer{})...> columns;
   query_stats stats;
 

@@ -1,4 +1,4 @@
-// expect: keys must be int32_t, uint32_t, int64_t or uint64_t
+// expect: keys must be 8-, 16-, 32- or 64-bit integers
 #include <gpuagg/groupby.hpp>
 #include <vector>
 int main() {

@@ -275,8 +275,19 @@ class aggregation_driver {
   static constexpr std::uint64_t host_sketch_rows = std::uint64_t{1} << 20;
   std::vector<bits_type> sample_keys();
   group_estimate estimate_groups(const detail::sample_profile& profile);
-  detail::host_sketch sketch_on_device(const cl::Buffer& keys, cl_ulong first, cl_ulong stride, cl_ulong n,
-                                       cl_ulong rows_end, bool sampled);
+  detail::host_sketch sketch_on_device(const std::vector<cl::Buffer>& inputs, bool words, cl_ulong first,
+                                       cl_ulong stride, cl_ulong n, cl_ulong rows_end, bool sampled);
+  /// The key column(s): the first key_policy::columns columns, on the host or on the device.
+  std::array<const void*, key_policy::columns> host_key_columns() const {
+    std::array<const void*, key_policy::columns> hosts{};
+    for (std::size_t c = 0; c < key_policy::columns; ++c) hosts[c] = columns_[c].host;
+    return hosts;
+  }
+  std::vector<cl::Buffer> device_key_columns() const {
+    std::vector<cl::Buffer> buffers;
+    for (std::size_t c = 0; c < key_policy::columns; ++c) buffers.push_back(columns_[c].device);
+    return buffers;
+  }
 
   // ---- programs (driver/programs.hpp) ----
   context::program_request program_request(const kernel_variant& variant) const;

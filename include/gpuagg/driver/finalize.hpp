@@ -21,6 +21,8 @@ auto aggregation_driver<Bound>::finalize_on_device() -> device_result<typename k
   device_result<typename key_policy::value_type, Outputs...> out;
   if (!table_ready_) {
     out.keys = ctx_.buffer(1, "an empty result");
+    out.key_columns.assign(1, out.keys);
+    for (std::size_t c = 1; c < key_policy::columns; ++c) out.key_columns.push_back(ctx_.buffer(1, "an empty result"));
     out.columns = std::apply([&](auto&... b) { return std::tuple{((void)b, ctx_.buffer(1, "an empty result"))...}; },
                              out.columns);
     finish_stats();
@@ -57,14 +59,17 @@ auto aggregation_driver<Bound>::finalize_to_host() -> result<typename key_policy
   std::vector<cl::Event> reads;
   out.keys.resize(n);
   if (n > 0) {
-    reads.resize(1 + sizeof...(Outputs));
-    detail::check(queue.enqueueReadBuffer(on_device.keys, CL_FALSE, 0, n * sizeof(typename key_policy::value_type),
-                                          out.keys.data(), nullptr, &reads[0]),
-                  "reading the result keys");
+    constexpr std::size_t key_columns = key_policy::columns;
+    reads.resize(key_columns + sizeof...(Outputs));
+    for (std::size_t c = 0; c < key_columns; ++c) {
+      detail::check(queue.enqueueReadBuffer(on_device.key_columns[c], CL_FALSE, 0, n * key_policy::column_bytes[c],
+                                            detail::key_column_data(out.keys, c), nullptr, &reads[c]),
+                    "reading the result keys");
+    }
     [&]<std::size_t... I>(std::index_sequence<I...>) {
       ((std::get<I>(out.columns).resize(n),
         detail::check(queue.enqueueReadBuffer(std::get<I>(on_device.columns), CL_FALSE, 0, n * sizeof(Outputs),
-                                              std::get<I>(out.columns).data(), nullptr, &reads[1 + I]),
+                                              std::get<I>(out.columns).data(), nullptr, &reads[key_columns + I]),
                       "reading a result column")),
        ...);
     }(std::index_sequence_for<Outputs...>{});
@@ -89,7 +94,11 @@ auto aggregation_driver<Bound>::enqueue_finalize(device_result<typename key_poli
   const auto result_buffer = [&](std::uint64_t bytes, const char* what) {
     return owned ? allocate_owned(bytes, what) : allocate(bytes, what);
   };
-  out.keys = result_buffer(n * sizeof(typename key_policy::value_type), "the result's keys");
+  out.key_columns.clear();
+  for (std::size_t c = 0; c < key_policy::columns; ++c) {
+    out.key_columns.push_back(result_buffer(n * key_policy::column_bytes[c], "the result's keys"));
+  }
+  out.keys = out.key_columns.front();
   std::apply([&](auto&... b) { ((b = result_buffer(n * sizeof(Outputs), "a result column")), ...); }, out.columns);
   auto count = allocate(sizeof(cl_ulong), "the result counter");
   const cl_ulong zero = 0;
@@ -101,7 +110,7 @@ auto aggregation_driver<Bound>::enqueue_finalize(device_result<typename key_poli
   args.key_min = key_min();
   args.meta = meta_;
   args.count = count;
-  args.key_columns = {out.keys};
+  args.key_columns = out.key_columns;
   std::apply([&](const auto&... b) { (args.outputs.push_back(b), ...); }, out.columns);
   detail::bind_arguments(finalize, "FINALIZE", args);
   finalize_events done;

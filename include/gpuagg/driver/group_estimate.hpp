@@ -25,11 +25,11 @@ auto aggregation_driver<Bound>::sample_keys() -> std::vector<bits_type> {
   if (n == 0) return sample;
   const std::uint64_t stride = rows_ / n;
   if (!on_device_) {
-    const auto* keys = static_cast<const typename key_policy::value_type*>(key.host);
+    const auto hosts = host_key_columns();
     for (std::size_t i = 0; i < n; ++i) {
       const std::uint64_t row = i * stride;
-      sample[i] = key_policy::to_bits(keys[row]);
-      sample[n + i] = key_policy::to_bits(keys[row + 1 < rows_ ? row + 1 : row]);
+      sample[i] = key_policy::load_bits(hosts.data(), row);
+      sample[n + i] = key_policy::load_bits(hosts.data(), row + 1 < rows_ ? row + 1 : row);
     }
     return sample;
   }
@@ -39,7 +39,7 @@ auto aggregation_driver<Bound>::sample_keys() -> std::vector<bits_type> {
   const std::size_t bytes = sample.size() * sizeof(bits_type);
   cl::Buffer out = allocate(bytes, "the key sample");
   detail::kernels::sample_args<cl::Buffer> args;
-  args.key_columns = {key.device};
+  args.key_columns = device_key_columns();
   args.first = key.offset;
   args.stride = stride;
   args.n = static_cast<std::uint32_t>(n);
@@ -78,12 +78,14 @@ auto aggregation_driver<Bound>::estimate_groups(const detail::sample_profile& pr
   const std::uint64_t stride = rows_ / sampled;
   detail::host_sketch sketch;
   if (on_device_) {
-    sketch = sketch_on_device(key.device, key.offset, stride, sampled, key.offset + rows_, true);
+    sketch = sketch_on_device(device_key_columns(), false, key.offset, stride, sampled, key.offset + rows_, true);
   } else {
     const unsigned threads = opts_.copy_threads ? opts_.copy_threads
                                                 : std::clamp(std::thread::hardware_concurrency(), 1u, 16u);
-    sketch = detail::sketch_host_keys(static_cast<const typename key_policy::value_type*>(key.host), rows_, stride,
-                                      sampled, threads);
+    const auto hosts = host_key_columns();
+    sketch = detail::sketch_host_rows(
+        [&](std::uint64_t row) { return std::uint64_t(key_policy::load_bits(hosts.data(), row)); }, rows_, stride,
+        sampled, threads);
   }
   evidence.sample_distinct = detail::sketch_estimate(sketch.registers);
   evidence.sub_distinct = detail::sketch_estimate(sketch.sub_registers);
@@ -95,18 +97,19 @@ auto aggregation_driver<Bound>::estimate_groups(const detail::sample_profile& pr
   }
   if (!on_device_) return {std::max<std::uint64_t>(detail::extrapolate_from_sketch(evidence, frequent), 1),
                            estimate_source::extrapolated};
-  const auto full = sketch_on_device(key.device, key.offset, 1, rows_, key.offset + rows_, false);
+  const auto full = sketch_on_device(device_key_columns(), false, key.offset, 1, rows_, key.offset + rows_, false);
   const double every = detail::sketch_estimate(full.registers);
   return {static_cast<std::uint64_t>(std::clamp(std::llround(every), 1LL, static_cast<long long>(rows_))),
           estimate_source::full_sketch};
 }
 
-/// The sketches of `n` keys of `keys`, `stride` rows apart from row `first` (gpuagg_sketch), read
-/// back; `sampled`: also the smaller sample's registers and the neighbours' equality counts.
+/// The sketches of `n` keys, `stride` rows apart from row `first`, read back: of the key columns
+/// `inputs` (gpuagg_sketch), or of the table words in `inputs[0]` (`words`: gpuagg_sketch_words);
+/// `sampled`: also the smaller sample's registers and the neighbours' equality counts.
 template <class Bound>
-detail::host_sketch aggregation_driver<Bound>::sketch_on_device(const cl::Buffer& keys, cl_ulong first,
-                                                                 cl_ulong stride, cl_ulong n, cl_ulong rows_end,
-                                                                 bool sampled) {
+detail::host_sketch aggregation_driver<Bound>::sketch_on_device(const std::vector<cl::Buffer>& inputs, bool words,
+                                                                 cl_ulong first, cl_ulong stride, cl_ulong n,
+                                                                 cl_ulong rows_end, bool sampled) {
   constexpr std::size_t registers = detail::sketch_registers;
   const std::uint64_t register_bytes = 2 * registers * sizeof(cl_uint);
   if (!sketch_registers_()) {
@@ -117,11 +120,11 @@ detail::host_sketch aggregation_driver<Bound>::sketch_on_device(const cl::Buffer
   const cl_uint zero = 0;
   detail::check(queue.enqueueFillBuffer(sketch_registers_, zero, 0, register_bytes), "clearing the sketches");
   detail::check(queue.enqueueFillBuffer(sketch_counts_, zero, 0, 2 * sizeof(cl_ulong)), "clearing the counts");
-  cl::Kernel kernel = ctx_.kernel(estimate_program(), "gpuagg_sketch");
+  cl::Kernel kernel = ctx_.kernel(estimate_program(), words ? "gpuagg_sketch_words" : "gpuagg_sketch");
   const std::size_t local =
       std::min<std::size_t>(256, detail::power_of_two_below(kernel_work_group_limit(kernel)));
   detail::kernels::sketch_args<cl::Buffer> args;
-  args.key_columns = {keys};
+  args.key_columns = inputs;
   args.first = first;
   args.stride = stride;
   args.n = n;

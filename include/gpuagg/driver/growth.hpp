@@ -50,7 +50,7 @@ void aggregation_driver<Bound>::grow(std::uint64_t incoming_groups) {
 template <class Bound>
 std::uint64_t aggregation_driver<Bound>::spilled_groups(std::uint64_t spilled) {
   if (spilled <= 4096) return spilled;
-  const auto sketch = sketch_on_device(spill_.keys, 0, 1, spilled, spilled, false);
+  const auto sketch = sketch_on_device({spill_.keys}, true, 0, 1, spilled, spilled, false);
   const double distinct = detail::sketch_estimate(sketch.registers);
   return std::min<std::uint64_t>(spilled, static_cast<std::uint64_t>(std::ceil(distinct * 1.05)) + 16);
 }

@@ -36,13 +36,15 @@ aggregation_driver<Bound>::aggregation_driver(context& ctx, const options& opts,
 
 template <class Bound>
 void aggregation_driver<Bound>::validate() {
-  if (columns_.empty()) throw invalid_argument_error("group_by needs a key column");
+  constexpr std::size_t key_columns = key_policy::columns;
+  if (columns_.size() < key_columns) throw invalid_argument_error("group_by needs its key column(s)");
   const auto rows = columns_.front().rows;
   for (std::size_t i = 1; i < columns_.size(); ++i) {
     if (columns_[i].rows != rows) {
-      throw invalid_argument_error("column lengths differ: the key column has " + std::to_string(rows) +
-                                   " rows, value column " + std::to_string(i - 1) + " has " +
-                                   std::to_string(columns_[i].rows));
+      const std::string name = i < key_columns ? "key column " + std::to_string(i)
+                                               : "value column " + std::to_string(i - key_columns);
+      throw invalid_argument_error("column lengths differ: the key column has " + std::to_string(rows) + " rows, " +
+                                   name + " has " + std::to_string(columns_[i].rows));
     }
   }
   const bool device = columns_.front().on_device();

@@ -144,19 +144,23 @@ inline uint gpuagg_find_hot(__local const KEY_T* keys, KEY_T k, uint bits, uint 
 // The rows of this work item, `stride` apart, four at a time: the keys and values of four rows
 // are loaded before any of them is combined, so each work item keeps four rows' loads in
 // flight (the loads, not the atomics, bound the low-cardinality kernels). ROW(k, row, P)
-// combines one row whose values were loaded by ACC_LOAD_ROW(P, row).
+// combines one row whose values were loaded by ACC_LOAD_ROW(P, row), if it passes the query's
+// WHERE clause (ROW_PASSES, 1 without one).
 #define GPUAGG_FOR_ROWS(first, end, stride, ROW) { \
   ulong row_ = (first); \
   for (; row_ + 3 * (stride) < (end); row_ += 4 * (stride)) { \
     const ulong r0_ = row_, r1_ = row_ + (stride), r2_ = row_ + 2 * (stride), r3_ = row_ + 3 * (stride); \
     const KEY_T k0_ = KEY_LOAD(r0_), k1_ = KEY_LOAD(r1_), k2_ = KEY_LOAD(r2_), k3_ = KEY_LOAD(r3_); \
     ACC_LOAD_ROW(a0_, r0_) ACC_LOAD_ROW(a1_, r1_) ACC_LOAD_ROW(a2_, r2_) ACC_LOAD_ROW(a3_, r3_) \
-    ROW(k0_, r0_, a0_) ROW(k1_, r1_, a1_) ROW(k2_, r2_, a2_) ROW(k3_, r3_, a3_) \
+    if (ROW_PASSES(r0_)) { ROW(k0_, r0_, a0_) } \
+    if (ROW_PASSES(r1_)) { ROW(k1_, r1_, a1_) } \
+    if (ROW_PASSES(r2_)) { ROW(k2_, r2_, a2_) } \
+    if (ROW_PASSES(r3_)) { ROW(k3_, r3_, a3_) } \
   } \
   for (; row_ < (end); row_ += (stride)) { \
     const KEY_T k_ = KEY_LOAD(row_); \
     ACC_LOAD_ROW(a_, row_) \
-    ROW(k_, row_, a_) \
+    if (ROW_PASSES(row_)) { ROW(k_, row_, a_) } \
   } }
 
 #define GPUAGG_AGGREGATE_PARAMS \

@@ -32,47 +32,53 @@ __kernel void gpuagg_sample(KEY_PARAMS, const ulong first, const ulong stride, c
 // compared with its right neighbour (below rows_end): counts[0] += pairs, counts[1] += equal.
 // A register is read (a cacheable read: a stale value only costs an atomic that changes
 // nothing) before its atomic: ranks saturate, so most rows only read.
-__kernel void gpuagg_sketch(KEY_PARAMS, const ulong first, const ulong stride, const ulong n, const ulong rows_end,
-                            const uint sampled, __global uint* regs, __global ulong* restrict counts,
-                            __local uint* restrict scratch) {
-  __global const uint* cached = regs;
-  uint pairs = 0u;
-  uint equal = 0u;
-  for (ulong i = get_global_id(0); i < n; i += get_global_size(0)) {
-    const ulong row = first + i * stride;
-    const KEY_T key = KEY_LOAD(row);
-    const ulong h = gpuagg_sketch_hash((ulong)key);
-    const uint index = (uint)(h >> (64u - GPUAGG_SKETCH_P));
-    const ulong rest = h << GPUAGG_SKETCH_P;
-    const uint rank = rest == 0ul ? GPUAGG_SKETCH_MAX_RANK : (uint)clz(rest) + 1u;
-    if (cached[index] < rank) atomic_max(regs + index, rank);
-    if (sampled != 0u) {
-      const uint sub = (1u << GPUAGG_SKETCH_P) + index;
-      if ((i & 3ul) == 0ul && cached[sub] < rank) atomic_max(regs + sub, rank);
-      if (row + 1ul < rows_end) {
-        ++pairs;
-        equal += KEY_LOAD(row + 1ul) == key ? 1u : 0u;
-      }
-    }
-  }
-  if (sampled == 0u) return;
-  const uint lid = get_local_id(0);
-  const uint width = get_local_size(0);
-  scratch[2u * lid] = pairs;
-  scratch[2u * lid + 1u] = equal;
-  barrier(CLK_LOCAL_MEM_FENCE);
-  for (uint step = width / 2u; step > 0u; step /= 2u) {
-    if (lid < step) {
-      scratch[2u * lid] += scratch[2u * (lid + step)];
-      scratch[2u * lid + 1u] += scratch[2u * (lid + step) + 1u];
-    }
-    barrier(CLK_LOCAL_MEM_FENCE);
-  }
-  if (lid == 0u) {
-    atom_add(counts, (ulong)scratch[0]);
-    atom_add(counts + 1, (ulong)scratch[1]);
-  }
+// Two kernels: gpuagg_sketch reads the key columns; gpuagg_sketch_words reads table words (the
+// spill area's keys, whose distinct count sizes a growth).
+#define GPUAGG_DEFINE_SKETCH(NAME, INPUT_PARAMS, LOAD) \
+__kernel void NAME(INPUT_PARAMS, const ulong first, const ulong stride, const ulong n, const ulong rows_end, \
+                   const uint sampled, __global uint* regs, __global ulong* restrict counts, \
+                   __local uint* restrict scratch) { \
+  __global const uint* cached = regs; \
+  uint pairs = 0u; \
+  uint equal = 0u; \
+  for (ulong i = get_global_id(0); i < n; i += get_global_size(0)) { \
+    const ulong row = first + i * stride; \
+    const KEY_T key = LOAD(row); \
+    const ulong h = gpuagg_sketch_hash((ulong)key); \
+    const uint index = (uint)(h >> (64u - GPUAGG_SKETCH_P)); \
+    const ulong rest = h << GPUAGG_SKETCH_P; \
+    const uint rank = rest == 0ul ? GPUAGG_SKETCH_MAX_RANK : (uint)clz(rest) + 1u; \
+    if (cached[index] < rank) atomic_max(regs + index, rank); \
+    if (sampled != 0u) { \
+      const uint sub = (1u << GPUAGG_SKETCH_P) + index; \
+      if ((i & 3ul) == 0ul && cached[sub] < rank) atomic_max(regs + sub, rank); \
+      if (row + 1ul < rows_end) { \
+        ++pairs; \
+        equal += LOAD(row + 1ul) == key ? 1u : 0u; \
+      } \
+    } \
+  } \
+  if (sampled == 0u) return; \
+  const uint lid = get_local_id(0); \
+  const uint width = get_local_size(0); \
+  scratch[2u * lid] = pairs; \
+  scratch[2u * lid + 1u] = equal; \
+  barrier(CLK_LOCAL_MEM_FENCE); \
+  for (uint step = width / 2u; step > 0u; step /= 2u) { \
+    if (lid < step) { \
+      scratch[2u * lid] += scratch[2u * (lid + step)]; \
+      scratch[2u * lid + 1u] += scratch[2u * (lid + step) + 1u]; \
+    } \
+    barrier(CLK_LOCAL_MEM_FENCE); \
+  } \
+  if (lid == 0u) { \
+    atom_add(counts, (ulong)scratch[0]); \
+    atom_add(counts + 1, (ulong)scratch[1]); \
+  } \
 }
+GPUAGG_DEFINE_SKETCH(gpuagg_sketch, KEY_PARAMS, KEY_LOAD)
+#define GPUAGG_WORD_LOAD(row) (words[row])
+GPUAGG_DEFINE_SKETCH(gpuagg_sketch_words, __global const KEY_T* restrict words, GPUAGG_WORD_LOAD)
 )CLC"};
 
 /// gpuagg_sample(KEY_PARAMS, first, stride, n, rows_end, out).
@@ -95,7 +101,8 @@ struct sample_args {
   }
 };
 
-/// gpuagg_sketch(KEY_PARAMS, first, stride, n, rows_end, sampled, regs, counts, scratch).
+/// gpuagg_sketch(KEY_PARAMS, first, stride, n, rows_end, sampled, regs, counts, scratch), and
+/// gpuagg_sketch_words with one buffer of table words in place of the key columns.
 template <class Buffer>
 struct sketch_args {
   std::vector<Buffer> key_columns;

@@ -97,7 +97,7 @@ __kernel void gpuagg_aggregate(GPUAGG_AGGREGATE_PARAMS, __local KEY_T* l_keys AC
   for (ulong round_ = 0; round_ < rounds_; ++round_) {
     for (uint j_ = 0; j_ < cold_rows; ++j_) {
       const ulong row_ = mine_ + (round_ * cold_rows + j_) * stride_;
-      if (row_ < row_end) {
+      if (row_ < row_end && ROW_PASSES(row_)) {
         const KEY_T k_ = KEY_LOAD(row_);
         if (have_hot && k_ == hot_key) {
           ACC_LOAD_ROW(a_, row_)
