@@ -13,10 +13,10 @@ Without --write it prints the entry; with it, it replaces the entry between the 
 """
 import argparse, csv, collections, re, sys
 
-def best(rows, strategy, window=1):
+def best(rows, strategy, window=2):
     """Per group count, the configuration of `strategy` whose worst ratio to the fastest over the
-    neighbouring measured group counts (within `window` steps) is lowest, ties broken by its time
-    at the group count itself: near the optimum many configurations tie within the noise of one
+    measured group counts within `window` powers of two is lowest, ties broken by its time at the
+    group count itself: near the optimum many configurations tie within the noise of one
     measurement, and the one that is also good next door is the one a query between them meets."""
     times = collections.defaultdict(dict)  # g -> config -> median wall
     for r in rows:
@@ -26,7 +26,7 @@ def best(rows, strategy, window=1):
     counts = sorted(times)
     out = {}
     for i, g in enumerate(counts):
-        near = counts[max(0, i - window):i + window + 1]
+        near = [n for n in counts if abs(n - g) <= window]
         candidates = [c for c in times[g] if all(c in times[n] for n in near)] or list(times[g])
         def score(c):
             worst = max(times[n][c] / min(times[n].values()) for n in near if c in times[n])
@@ -47,11 +47,13 @@ def main():
     a = ap.parse_args()
     rows = [r for r in csv.DictReader(open(a.sweep)) if r["input"] == a.input]
     uniform = [r for r in rows if r["distribution"] == "uniform"]
-    sorted_ = [r for r in rows if r["distribution"] == "sorted"]
+    by = lambda d: [r for r in rows if r["distribution"] == d]
     if not uniform: sys.exit("plan_data.py: no uniform rows in " + a.sweep)
     device = uniform[0]["device"]
     wgl, shared = best(uniform, "WORKGROUPLOCAL"), best(uniform, "SHARED")
-    wgl_runs, shared_runs = best(sorted_, "WORKGROUPLOCAL"), best(sorted_, "SHARED")
+    # Keys in runs (sorted), frequent keys (zipf), one dominant key (heavy): where a distribution
+    # was not measured at a group count, the nearest count that was; where not at all, uniform's.
+    extra = {d: (best(by(d), "WORKGROUPLOCAL"), best(by(d), "SHARED")) for d in ("sorted", "zipf", "heavy")}
     groups = sorted(shared)
     lines = [f"// {device}: {a.sweep}, by bench/plan_data.py.",
              f"inline constexpr plan_regime {a.name}[] = {{"]
@@ -59,10 +61,12 @@ def main():
     for i, g in enumerate(groups):
         w = wgl.get(g, last_wgl); last_wgl = w
         s = shared[g]
-        wr = nearest({k: v for k, v in wgl_runs.items()}, g, w) if wgl_runs else w
-        sr = nearest(shared_runs, g, s)
+        fields = [w, s]
+        for d in ("sorted", "zipf", "heavy"):
+            dw, ds = extra[d]
+            fields += [nearest(dw, g, w), nearest(ds, g, s)]
         bound = 63 if i == len(groups) - 1 else g
-        lines.append(f"    {{{bound}, {{{w[0]}, {w[1]}}}, {{{s[0]}, {s[1]}}}, {{{wr[0]}, {wr[1]}}}, {{{sr[0]}, {sr[1]}}}}},")
+        lines.append(f"    {{{bound}, " + ", ".join(f"{{{c[0]}, {c[1]}}}" for c in fields) + "},")
     lines.append("};")
     text = "\n".join(lines)
     if not a.write:

@@ -35,13 +35,18 @@ constexpr std::string_view to_string(plan_level level) noexcept {
 /// One regime: tables up to `max_table_log2` (log2 of the table's bytes over 24, which is the
 /// group count for the recorded query: 4-byte keys, one 8-byte accumulator, load factor 1/2),
 /// with the fastest configuration of WORKGROUPLOCAL and of SHARED measured there on shuffled
-/// keys, and on keys in runs (sorted input: neighbouring rows update one bucket).
+/// keys, on keys in runs (sorted input: neighbouring rows update one bucket), on keys with
+/// frequent values (zipf: the hot-key table's case) and with one dominant key (90% one key).
 struct plan_regime {
   std::uint8_t max_table_log2 = 0;
   launch_config workgroup_local{4, 256};
   launch_config shared{16, 256};
   launch_config workgroup_local_runs{4, 256};
   launch_config shared_runs{16, 256};
+  launch_config workgroup_local_frequent{4, 256};
+  launch_config shared_frequent{16, 256};
+  launch_config workgroup_local_dominant{4, 256};
+  launch_config shared_dominant{16, 256};
 };
 
 /// The shape of the query an entry was measured with: 4-byte keys and one 8-byte accumulator.
@@ -59,30 +64,32 @@ namespace detail::plan_data {
 // BEGIN h100
 // NVIDIA H100 80GB HBM3: bench/results/h100/plan_sweep.csv, by bench/plan_data.py.
 inline constexpr plan_regime h100[] = {
-    {0, {16, 64}, {8, 64}, {2, 256}, {128, 8}},
-    {2, {16, 64}, {8, 64}, {2, 256}, {128, 8}},
-    {4, {4, 256}, {16, 32}, {2, 256}, {128, 8}},
-    {6, {32, 256}, {32, 256}, {2, 256}, {128, 8}},
-    {8, {8, 256}, {32, 256}, {2, 256}, {64, 16}},
-    {10, {8, 256}, {256, 128}, {2, 256}, {64, 16}},
-    {12, {8, 256}, {256, 128}, {2, 256}, {64, 16}},
-    {14, {8, 256}, {32, 256}, {2, 256}, {64, 16}},
-    {16, {8, 256}, {64, 256}, {2, 256}, {64, 16}},
-    {18, {8, 256}, {256, 64}, {2, 256}, {64, 16}},
-    {20, {8, 256}, {1024, 128}, {2, 256}, {32, 32}},
-    {22, {8, 256}, {1024, 256}, {2, 256}, {32, 32}},
-    {24, {8, 256}, {1024, 256}, {2, 256}, {128, 32}},
-    {26, {8, 256}, {2, 256}, {2, 256}, {128, 32}},
-    {63, {8, 256}, {64, 8}, {2, 256}, {128, 32}},
+    {0, {16, 64}, {8, 64}, {4, 256}, {256, 256}, {16, 128}, {512, 256}, {16, 128}, {1, 256}},
+    {2, {16, 64}, {8, 64}, {4, 256}, {256, 256}, {16, 128}, {512, 256}, {16, 128}, {1, 256}},
+    {4, {4, 256}, {16, 32}, {4, 256}, {256, 256}, {16, 128}, {512, 256}, {16, 128}, {1, 256}},
+    {6, {32, 256}, {32, 256}, {4, 256}, {256, 256}, {16, 128}, {512, 256}, {16, 128}, {1, 256}},
+    {8, {8, 256}, {32, 256}, {2, 256}, {128, 8}, {32, 256}, {512, 256}, {4, 256}, {16, 256}},
+    {10, {8, 256}, {256, 128}, {2, 256}, {128, 8}, {32, 256}, {512, 256}, {4, 256}, {16, 256}},
+    {12, {8, 256}, {256, 128}, {2, 256}, {128, 8}, {32, 256}, {512, 256}, {4, 256}, {16, 256}},
+    {14, {8, 256}, {32, 256}, {2, 256}, {32, 32}, {32, 256}, {512, 256}, {4, 256}, {16, 256}},
+    {16, {8, 256}, {64, 256}, {2, 256}, {32, 32}, {32, 256}, {512, 256}, {4, 256}, {16, 256}},
+    {18, {8, 256}, {256, 64}, {2, 256}, {32, 32}, {32, 256}, {512, 256}, {4, 256}, {16, 256}},
+    {20, {8, 256}, {1024, 128}, {2, 256}, {32, 32}, {32, 256}, {512, 256}, {4, 256}, {128, 8}},
+    {22, {8, 256}, {1024, 256}, {2, 256}, {32, 32}, {32, 256}, {512, 256}, {4, 256}, {128, 8}},
+    {24, {8, 256}, {1024, 256}, {2, 256}, {256, 32}, {32, 256}, {512, 128}, {4, 256}, {256, 8}},
+    {26, {8, 256}, {2, 256}, {2, 256}, {256, 32}, {32, 256}, {512, 128}, {4, 256}, {256, 8}},
+    {63, {8, 256}, {64, 8}, {2, 256}, {256, 32}, {32, 256}, {512, 128}, {4, 256}, {256, 8}},
 };
 // END h100
 
 // No measurement: WORKGROUPLOCAL at the paper's initial configuration (section 4.1, clamped to
 // the device), SHARED with enough work items per compute unit to hide the latency of its global
 // atomics (the paper's 1 x 512 leaves most of a large GPU idle once the table outgrows the cache).
-inline constexpr plan_regime generic_gpu[] = {{63, {4, 512}, {16, 256}, {4, 512}, {16, 256}}};
+inline constexpr plan_regime generic_gpu[] = {
+    {63, {4, 512}, {16, 256}, {4, 512}, {16, 256}, {4, 512}, {16, 256}, {4, 512}, {16, 256}}};
 // CPUs (PoCL): one work group per core and a few more, the paper's shapes.
-inline constexpr plan_regime generic_cpu[] = {{63, {4, 512}, {1, 512}, {4, 512}, {1, 512}}};
+inline constexpr plan_regime generic_cpu[] = {
+    {63, {4, 512}, {1, 512}, {4, 512}, {1, 512}, {4, 512}, {1, 512}, {4, 512}, {1, 512}}};
 
 inline constexpr plan_entry entries[] = {
     {plan_level::device, "H100", h100},

@@ -29,10 +29,17 @@ inline const plan_regime& query_planner::regime() const {
 
 inline launch_config query_planner::initial_config(strategy_kind strategy) const {
   const plan_regime& r = regime();
+  // The keys' shape the sample shows, most telling first: runs of equal keys, one dominant key,
+  // frequent keys (the hot-key table's), else shuffled keys.
   const bool runs = profile_.runs_share >= runs_min_share;
-  launch_config config = strategy == strategy_kind::workgroup_local ? (runs ? r.workgroup_local_runs : r.workgroup_local)
-                         : strategy == strategy_kind::shared        ? (runs ? r.shared_runs : r.shared)
-                                                                    : paper_initial_config(strategy);
+  const bool dominant = profile_.hottest_key_share >= hot_key_threshold;
+  const bool frequent = hot_.share >= hot_table_min_share;
+  const bool local = strategy == strategy_kind::workgroup_local;
+  launch_config config = runs       ? (local ? r.workgroup_local_runs : r.shared_runs)
+                         : dominant ? (local ? r.workgroup_local_dominant : r.shared_dominant)
+                         : frequent ? (local ? r.workgroup_local_frequent : r.shared_frequent)
+                                    : (local ? r.workgroup_local : r.shared);
+  if (strategy == strategy_kind::independent) config = paper_initial_config(strategy);
   const auto limit = max_work_group_size(strategy);
   while (config.work_group_size > limit && config.work_group_size > 1) {
     // Keep the threads per compute unit: the shape matters less than the count (section 3.3).
@@ -54,7 +61,14 @@ inline execution_params query_planner::default_params() const {
     return shape_.identity_scheme && dominant && large ? shared() : local();
   }
   if (hot_table(shared()) || (shape_.identity_scheme && hot >= dominant_key_share)) return shared();
-  if (hot >= hot_key_threshold && max_local_buckets() >= 2 && infeasibility(local(), false).empty()) return local();
+  // A key holding 1/16 of the rows or more, with more groups than local memory holds: where the
+  // device's entry was measured, SHARED with the run cache's register for the key (measured
+  // faster than a partial local table beyond local memory); elsewhere WORKGROUPLOCAL with a
+  // partial local table, which keeps the key's updates out of the global table.
+  const bool measured = entry_.level == plan_level::device || entry_.level == plan_level::architecture;
+  if (hot >= hot_key_threshold && !measured && max_local_buckets() >= 2 && infeasibility(local(), false).empty()) {
+    return local();
+  }
   return shared();
 }
 
