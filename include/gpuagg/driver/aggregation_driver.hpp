@@ -227,6 +227,7 @@ class aggregation_driver {
     std::uint64_t rows = 0;
     bool hot_table = false;   // ran with the hot-key table
     bool cold_queue = false;  // ran with the cold-row queue
+    bool private_groups = false;  // ran with private groups
   };
   /// The groups planned for, and where the number came from.
   struct group_estimate {

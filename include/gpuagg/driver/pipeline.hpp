@@ -135,6 +135,7 @@ auto aggregation_driver<Bound>::enqueue_rows(const execution_params& params, std
   const kernel_variant variant = planner_->variant_for(params);
   pending.hot_table = variant.hot_table;
   pending.cold_queue = variant.cold_queue;
+  pending.private_groups = variant.private_groups;
   cl::Kernel& kernel = aggregate_kernel(variant);
   detail::kernels::aggregate_args<cl::Buffer, bits_type> args;
   args.columns = inputs;
@@ -188,7 +189,8 @@ double aggregation_driver<Bound>::complete(pending_block& block) {
   const double aggregate = detail::event_seconds(block.kernel);
   double partition = 0;
   for (const auto& event : block.partition) partition += detail::event_seconds(event);
-  stats_.blocks.push_back({block.params, block.rows, aggregate, partition, block.hot_table, block.cold_queue});
+  stats_.blocks.push_back({block.params, block.rows, aggregate, partition, block.hot_table, block.cold_queue,
+                            block.private_groups});
   stats_.aggregate_seconds += aggregate;
   stats_.partition_seconds += partition;
   const double seconds = aggregate + partition;
