@@ -165,10 +165,11 @@ class aggregation_driver {
 
   /// Runs the row ranges `next()` hands out (a std::optional<std::pair<first row, rows>>, at most
   /// block_rows() rows each; std::nullopt when none is left), `blocks_in_flight` at a time, with
-  /// the plan's default_params(): for host input whose blocks several drivers share, each taking
-  /// the next block when it is free (multi_device.hpp). Rows no driver takes are not this one's.
+  /// `params` if given, else the plan's default_params(): for host input whose blocks several
+  /// drivers share, each taking the next block when it is free (multi_device.hpp). next() is
+  /// called when a block slot is free. Rows no driver takes are not this one's.
   template <class NextRange>
-  void run_blocks(NextRange&& next);
+  void run_blocks(NextRange&& next, const std::optional<execution_params>& params = std::nullopt);
 
   /// The groups so far as a partial aggregate (EXPORT), copied to the host; the table stays, so
   /// more rows may follow. Runs the remaining blocks first, unless run_blocks() handed them out.
