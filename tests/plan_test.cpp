@@ -346,30 +346,27 @@ TEST_CASE("a query that does not tune asks only for the kernel limits of the str
   }
 }
 
-TEST_CASE("private groups: at most four expected groups, SHARED and WORKGROUPLOCAL, never beside the run cache") {
-  for (const std::uint64_t groups : {2u, 4u, 5u, 64u}) {
+TEST_CASE("private groups: only where the options ask, SHARED and WORKGROUPLOCAL, never beside the run cache") {
+  options on;
+  on.private_groups = true;
+  for (const std::uint64_t groups : {4u, 1u << 20}) {
     CAPTURE(groups);
-    auto few = uniform_input(groups);
-    few.source = estimate_source::sample;
-    const auto p = plan(h100(), few, {}, recorded_shape(), 256);
+    auto input = uniform_input(groups);
+    const auto asked = plan(h100(), input, on, recorded_shape(), 256);
+    const auto plain = plan(h100(), input, {}, recorded_shape(), 256);
     for (const auto strategy : {strategy_kind::shared, strategy_kind::workgroup_local}) {
       const execution_params params{strategy, {4, 256}};
-      CHECK(p.private_groups(params) == (groups <= query_planner::private_groups_max));
-      CHECK(p.variant_for(params).private_groups == (groups <= query_planner::private_groups_max));
+      CHECK(asked.private_groups(params));
+      CHECK(asked.variant_for(params).private_groups);
+      CHECK_FALSE(plain.variant_for(params).private_groups);
     }
-    CHECK_FALSE(p.private_groups({strategy_kind::independent, {1, 256}}));
+    CHECK_FALSE(asked.private_groups({strategy_kind::independent, {1, 256}}));
   }
   // One key: the run cache's register holds it; no private groups beside it.
   auto one = uniform_input(1);
   one.hottest_key_share = 1.0;
-  const auto single = plan(h100(), one, {}, recorded_shape(), 256);
   const execution_params shared{strategy_kind::shared, {4, 256}};
+  const auto single = plan(h100(), one, on, recorded_shape(), 256);
   CHECK(single.variant_for(shared).run_cache);
   CHECK_FALSE(single.variant_for(shared).private_groups);
-  // The option overrides in both directions.
-  options on, off;
-  on.private_groups = true;
-  off.private_groups = false;
-  CHECK(plan(h100(), uniform_input(1 << 20), on, recorded_shape(), 256).private_groups(shared));
-  CHECK_FALSE(plan(h100(), uniform_input(4), off, recorded_shape(), 256).private_groups(shared));
 }

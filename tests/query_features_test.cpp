@@ -302,7 +302,7 @@ TEST_CASE("comparisons and logic are values too") {
   CHECK(r.column<1>() == std::vector<std::int64_t>{1, 1});
 }
 
-TEST_CASE_TEMPLATE("private groups: four groups per work item in registers, more keys than that still exact", Key,
+TEST_CASE_TEMPLATE("private groups (options::private_groups): four groups per work item in registers, more keys still exact", Key,
                    std::uint32_t, std::int64_t) {
   const auto seed = fresh_seed();
   CAPTURE(seed);
@@ -321,8 +321,10 @@ TEST_CASE_TEMPLATE("private groups: four groups per work item in registers, more
     const auto v = random_values<std::int64_t>(rows, rng);
     using bound = bound_query<single_key<Key>, std::remove_const_t<decltype(all_kinds)>, std::int64_t>;
     const auto expected = reference_group_by<bound>(std::span<const Key>(k), std::span<const std::int64_t>(v));
-    // The default plan chooses the build from the sample's groups.
-    const auto planned = group_by(k, v, all_kinds);
+    // Asked for, with the plan's strategy and configuration.
+    options asked;
+    asked.private_groups = true;
+    const auto planned = group_by(k, v, all_kinds, asked);
     REQUIRE_FALSE(planned.stats.blocks.empty());
     for (const auto& block : planned.stats.blocks) CHECK(block.private_groups);
     check_same(planned, expected);

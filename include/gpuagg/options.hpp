@@ -166,8 +166,8 @@ struct options {
   /// sample shows one dominant key.
   std::optional<bool> run_cache;
   /// Keep four groups per work item in private variables, written to the table once per work
-  /// item (SHARED, WORKGROUPLOCAL; without the run cache and the hot-key table). Default: when
-  /// the query expects at most four groups (TPC-H Q1's returnflag x linestatus).
+  /// item (SHARED, WORKGROUPLOCAL; without the run cache and the hot-key table), for queries of
+  /// a few groups. Default: off (measured slower than the default plan on TPC-H Q1, SF 100).
   std::optional<bool> private_groups;
   /// Put the sample's most frequent keys in a table in local memory per work group in front of
   /// SHARED's global table (hash schemes; kernels/aggregate.hpp: GPUAGG_HOT_TABLE), so that their updates

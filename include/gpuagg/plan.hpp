@@ -227,9 +227,8 @@ class query_planner {
   /// and a queue of at least 2 rows per work item fits in local memory beside the table.
   bool cold_queue(const execution_params& params) const;
   /// Whether the block's build keeps private_groups_max groups per work item in private
-  /// variables (-DGPUAGG_PRIVATE_GROUPS): for SHARED and WORKGROUPLOCAL when the query expects
-  /// at most that many groups and neither the run cache nor the hot-key table is chosen;
-  /// options::private_groups overrides.
+  /// variables (-DGPUAGG_PRIVATE_GROUPS): for SHARED and WORKGROUPLOCAL where
+  /// options::private_groups asks for it (never beside the run cache or the hot-key table).
   bool private_groups(const execution_params& params) const;
   static constexpr std::uint64_t private_groups_max = 4;
 

@@ -60,8 +60,8 @@ inline constexpr fixed_string aggregate_common{R"CLC(// One row's values (ACC_LO
   if (have_run_) FLUSH(run_key_, run_) \
   if (hot_used_) FLUSH(hot_key, hot_)
 #elif defined(GPUAGG_PRIVATE_GROUPS)
-// Built with -DGPUAGG_PRIVATE_GROUPS (a query whose sample shows at most four keys, TPC-H Q1's
-// case): each work item keeps four groups in private variables, claimed by the first four keys
+// Built with -DGPUAGG_PRIVATE_GROUPS (options::private_groups, for a query of a few groups):
+// each work item keeps four groups in private variables, claimed by the first four keys
 // it meets, and writes them to the table once at the end. The table then takes one update per
 // group and work item instead of one per row: with all rows of a work group in a few buckets,
 // the atomics' serialization on those buckets, not the reading of the rows, would bound the
