@@ -1,0 +1,533 @@
+// gpuagg::mpi::group_by under mpirun (tests/CMakeLists.txt runs this program on 1, 2 and 3
+// ranks): every rank generates the whole input from one seed (rank 0's, broadcast), passes
+// its own slice, and checks what it gets against the CPU reference over the whole input: the
+// groups it owns (distributed), all groups (on the gathering rank), and the exchange's counts
+// and bytes, which must be those of the partial groups of every rank's slice, never its rows.
+//
+// Every rank runs every collective of a test case before it checks anything, and checks never
+// abort a test case (no REQUIRE after a collective), so a failing check on one rank cannot
+// leave the others waiting in a collective.
+#include <mpi.h>
+
+#include <gpuagg/mpi.hpp>
+
+#include <cstdio>
+#include <iomanip>
+#include <sstream>
+#include <unordered_set>
+
+#include "support.hpp"
+
+using namespace gpuagg;
+using namespace gpuagg_test;
+
+namespace {
+
+int world_rank() {
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  return rank;
+}
+int world_size() {
+  int size = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  return size;
+}
+
+/// Rank 0's fresh seed on every rank: all ranks draw the same input.
+std::uint64_t shared_seed() {
+  std::uint64_t seed = world_rank() == 0 ? fresh_seed() : 0;
+  MPI_Bcast(&seed, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
+  return seed;
+}
+
+/// Row boundaries of the ranks' slices: rank r gets rows [cuts[r], cuts[r + 1]), r + 1 parts of
+/// 1 + 2 + ... + ranks, so the slices differ in size.
+std::vector<std::size_t> uneven_cuts(std::size_t rows, int ranks) {
+  std::vector<std::size_t> cuts{0};
+  const std::size_t parts = std::size_t(ranks) * std::size_t(ranks + 1) / 2;
+  std::size_t done = 0;
+  for (int r = 0; r < ranks; ++r) {
+    done += std::size_t(r + 1);
+    cuts.push_back(rows * done / parts);
+  }
+  return cuts;
+}
+
+template <class T>
+std::span<const T> slice(const std::vector<T>& column, const std::vector<std::size_t>& cuts, int rank) {
+  return std::span<const T>(column).subspan(cuts[std::size_t(rank)], cuts[std::size_t(rank) + 1] - cuts[std::size_t(rank)]);
+}
+
+template <class Key>
+std::string show(const Key& key) {
+  std::ostringstream out;
+  if constexpr (requires { std::tuple_size<Key>::value; }) {
+    std::apply([&](const auto&... k) { ((out << +k << ' '), ...); }, key);
+  } else {
+    out << +key;
+  }
+  return out.str();
+}
+
+/// What differs between `actual` (any order) and `expected` (sorted by key); empty if nothing.
+template <class Key, class... Outputs>
+std::string mismatch(gpuagg::result<Key, Outputs...> actual, const gpuagg::result<Key, Outputs...>& expected) {
+  sort_by_key(actual);
+  std::ostringstream out;
+  if (actual.size() != expected.size()) {
+    out << actual.size() << " groups, want " << expected.size();
+    return out.str();
+  }
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    if (!(actual.keys[i] == expected.keys[i])) {
+      out << "group " << i << ": key " << show(actual.keys[i]) << ", want " << show(expected.keys[i]);
+      return out.str();
+    }
+  }
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    (
+        [&] {
+          const auto& got = std::get<I>(actual.columns);
+          const auto& want = std::get<I>(expected.columns);
+          for (std::size_t i = 0; i < want.size() && out.tellp() == 0; ++i) {
+            if (!same_value(got[i], want[i])) {
+              out << "output " << I << " of key " << show(expected.keys[i]) << ": " << +got[i] << ", want " << +want[i];
+            }
+          }
+        }(),
+        ...);
+  }(std::index_sequence_for<Outputs...>{});
+  return out.str();
+}
+
+/// The groups of `r` whose key rank `rank` of `ranks` owns.
+template <class KeyPolicy, class Key, class... Outputs>
+gpuagg::result<Key, Outputs...> owned_part(const gpuagg::result<Key, Outputs...>& r, int rank, int ranks) {
+  std::vector<std::size_t> rows;
+  for (std::size_t i = 0; i < r.size(); ++i) {
+    if (mpi::owner_rank(std::uint64_t(KeyPolicy::to_bits(r.keys[i])), ranks) == rank) rows.push_back(i);
+  }
+  auto out = r;
+  if constexpr (requires { out.keys.permute(rows); }) {
+    out.keys.permute(rows);
+  } else {
+    for (std::size_t i = 0; i < rows.size(); ++i) out.keys[i] = r.keys[rows[i]];
+  }
+  out.keys.resize(rows.size());
+  std::apply(
+      [&](auto&... column) {
+        ((void)[&] {
+           for (std::size_t i = 0; i < rows.size(); ++i) column[i] = column[rows[i]];
+           column.resize(rows.size());
+         }(),
+         ...);
+      },
+      out.columns);
+  return out;
+}
+
+/// What every rank's exchange must have been: from the table words of every row and the cuts,
+/// each rank's distinct groups (its partial aggregate) and their owners.
+std::vector<mpi::exchange_stats> expected_exchange(const std::vector<std::uint64_t>& words,
+                                                   const std::vector<std::size_t>& cuts, int ranks,
+                                                   std::size_t entry_bytes) {
+  std::vector<mpi::exchange_stats> out(std::size_t(ranks), mpi::exchange_stats{});
+  std::unordered_set<std::uint64_t> all;
+  for (int q = 0; q < ranks; ++q) {
+    auto& e = out[std::size_t(q)];
+    e.rows = cuts[std::size_t(q) + 1] - cuts[std::size_t(q)];
+    std::unordered_set<std::uint64_t> groups(words.begin() + std::ptrdiff_t(cuts[std::size_t(q)]),
+                                             words.begin() + std::ptrdiff_t(cuts[std::size_t(q) + 1]));
+    all.insert(groups.begin(), groups.end());
+    e.partial_groups = groups.size();
+    for (const auto w : groups) {
+      const int owner = mpi::owner_rank(w, ranks);
+      if (owner == q) {
+        ++e.groups_kept;
+      } else {
+        ++e.groups_sent;
+        ++out[std::size_t(owner)].groups_received;
+      }
+    }
+  }
+  for (const auto w : all) ++out[std::size_t(mpi::owner_rank(w, ranks))].owned_groups;
+  for (auto& e : out) {
+    e.bytes_sent = e.groups_sent * entry_bytes;
+    e.bytes_received = e.groups_received * entry_bytes;
+  }
+  if (ranks == 1) out[0].groups_kept = out[0].partial_groups = out[0].owned_groups;
+  return out;
+}
+
+void check_exchange(const std::vector<mpi::exchange_stats>& got, const std::vector<mpi::exchange_stats>& want) {
+  CHECK(got.size() == want.size());
+  for (std::size_t q = 0; q < std::min(got.size(), want.size()); ++q) {
+    CAPTURE(q);
+    CHECK(got[q].rows == want[q].rows);
+    CHECK(got[q].partial_groups == want[q].partial_groups);
+    CHECK(got[q].groups_kept == want[q].groups_kept);
+    CHECK(got[q].groups_sent == want[q].groups_sent);
+    CHECK(got[q].groups_received == want[q].groups_received);
+    CHECK(got[q].bytes_sent == want[q].bytes_sent);
+    CHECK(got[q].bytes_received == want[q].bytes_received);
+    CHECK(got[q].owned_groups == want[q].owned_groups);
+  }
+}
+
+/// Runs `run(options)` distributed and gathered (to the last rank) and checks both against the
+/// reference `expected` over the whole input: this rank's groups, all groups on the gathering
+/// rank, and every rank's exchange (`words`: the table word of every row; `cuts`: the slices).
+template <class Bound, class Key, class... Outputs, class Run>
+void check_distributed(const gpuagg::result<Key, Outputs...>& expected, const std::vector<std::uint64_t>& words,
+                       const std::vector<std::size_t>& cuts, Run run, mpi::options opts = {}) {
+  const int rank = world_rank();
+  const int ranks = world_size();
+  using partial = typename gpuagg::detail::partial_type_for<Bound>::type;
+  const auto want = expected_exchange(words, cuts, ranks, partial::entry_bytes);
+
+  opts.gather_to.reset();
+  const auto distributed = run(opts);
+  opts.gather_to = ranks - 1;
+  const auto gathered = run(opts);
+
+  CHECK(distributed.rank == rank);
+  CHECK(distributed.ranks == ranks);
+  CHECK_FALSE(distributed.gathered);
+  const auto mine = owned_part<typename Bound::key>(expected, rank, ranks);
+  const auto wrong = mismatch(distributed, mine);
+  CHECK_MESSAGE(wrong.empty(), "rank " << rank << "'s groups: " << wrong);
+  CHECK(distributed.stats.groups == mine.size());
+  check_exchange(distributed.all_ranks, want);
+  CHECK(distributed.exchange.bytes_sent == want[std::size_t(rank)].bytes_sent);
+
+  CHECK(gathered.gathered);
+  if (rank == ranks - 1) {
+    const auto wrong_gathered = mismatch(gathered, expected);
+    CHECK_MESSAGE(wrong_gathered.empty(), "gathered: " << wrong_gathered);
+  } else {
+    CHECK(gathered.size() == 0);
+  }
+  check_exchange(gathered.all_ranks, want);
+}
+
+/// The table word of every key, for expected_exchange.
+template <class KeyPolicy, class Key>
+std::vector<std::uint64_t> words_of(const std::vector<Key>& keys) {
+  std::vector<std::uint64_t> words(keys.size());
+  for (std::size_t i = 0; i < keys.size(); ++i) words[i] = std::uint64_t(KeyPolicy::to_bits(keys[i]));
+  return words;
+}
+
+// avg keeps a sum and a count, min and max keep their own: every kind of accumulator travels.
+const auto all_kinds = select(sum(col<0>), count(), min(col<0>), max(col<0>), avg(col<0>));
+
+template <class Key>
+using all_kinds_bound = bound_query<single_key<Key>, std::remove_const_t<decltype(all_kinds)>, std::int64_t>;
+
+/// The all_kinds query over int64 values, checked distributed and gathered.
+template <class Key>
+void check_all_kinds(const std::vector<Key>& keys, const std::vector<std::int64_t>& vals,
+                     const std::vector<std::size_t>& cuts) {
+  using bound = all_kinds_bound<Key>;
+  const auto expected = reference_group_by<bound>(std::span<const Key>(keys), std::span<const std::int64_t>(vals));
+  const int rank = world_rank();
+  check_distributed<bound>(expected, words_of<typename bound::key>(keys), cuts, [&](const mpi::options& o) {
+    return mpi::group_by(MPI_COMM_WORLD, slice(keys, cuts, rank), slice(vals, cuts, rank), all_kinds, o);
+  });
+}
+
+}  // namespace
+
+TEST_CASE_TEMPLATE("random, zipf and heavy-hitter keys: each rank's groups and the gathered result are exact", Key,
+                   std::uint32_t, std::int64_t) {
+  const auto seed = shared_seed();
+  CAPTURE(seed);
+  std::mt19937_64 rng(seed);
+  for (const auto d : {distribution::uniform, distribution::zipf, distribution::heavy_hitter}) {
+    CAPTURE(name(d));
+    // 3000 groups, the extremes and the empty marker's bits among them.
+    const auto dictionary = key_dictionary<Key>(3000, rng);
+    const auto keys = draw_keys(dictionary, 48'000, d, rng);
+    const auto vals = random_values<std::int64_t>(keys.size(), rng);
+    check_all_kinds(keys, vals, uneven_cuts(keys.size(), world_size()));
+  }
+}
+
+TEST_CASE("keys that all land on one rank: the others own nothing and receive nothing") {
+  const auto seed = shared_seed();
+  CAPTURE(seed);
+  std::mt19937_64 rng(seed);
+  const int ranks = world_size();
+  const int owner = ranks - 1;
+  std::vector<std::uint64_t> dictionary;
+  for (const auto k : key_dictionary<std::uint64_t>(8000, rng)) {
+    if (mpi::owner_rank(k, ranks) == owner) dictionary.push_back(k);
+  }
+  const auto keys = draw_keys(dictionary, 30'000, distribution::uniform, rng);
+  const auto vals = random_values<std::int64_t>(keys.size(), rng);
+  const auto cuts = uneven_cuts(keys.size(), ranks);
+  check_all_kinds(keys, vals, cuts);
+  const auto r = mpi::group_by(MPI_COMM_WORLD, slice(keys, cuts, world_rank()), slice(vals, cuts, world_rank()),
+                               all_kinds);
+  const std::size_t groups = std::unordered_set<std::uint64_t>(keys.begin(), keys.end()).size();
+  for (int q = 0; q < ranks; ++q) {
+    CAPTURE(q);
+    if (q == owner) {
+      CHECK(r.all_ranks[std::size_t(q)].owned_groups == groups);
+    } else {
+      CHECK(r.all_ranks[std::size_t(q)].owned_groups == 0);
+      CHECK(r.all_ranks[std::size_t(q)].bytes_received == 0);
+      CHECK(r.all_ranks[std::size_t(q)].groups_kept == 0);
+    }
+  }
+}
+
+TEST_CASE("ranks with no rows: all rows on the last rank, on the first rank, on none") {
+  const auto seed = shared_seed();
+  CAPTURE(seed);
+  std::mt19937_64 rng(seed);
+  const int ranks = world_size();
+  const auto dictionary = key_dictionary<std::int64_t>(2000, rng);
+  const auto keys = draw_keys(dictionary, 20'000, distribution::zipf, rng);
+  const auto vals = random_values<std::int64_t>(keys.size(), rng);
+  {
+    INFO("every row on the last rank");
+    std::vector<std::size_t> cuts(std::size_t(ranks), 0);
+    cuts.push_back(keys.size());
+    check_all_kinds(keys, vals, cuts);
+  }
+  {
+    INFO("every row on the first rank");
+    std::vector<std::size_t> cuts{0};
+    cuts.resize(std::size_t(ranks) + 1, keys.size());
+    check_all_kinds(keys, vals, cuts);
+  }
+  {
+    INFO("no rows anywhere");
+    const std::vector<std::int64_t> none;
+    const std::vector<std::int64_t> no_vals;
+    check_all_kinds(none, no_vals, std::vector<std::size_t>(std::size_t(ranks) + 1, 0));
+  }
+}
+
+TEST_CASE("narrow, composite and direct-addressed keys, float and double values") {
+  const auto seed = shared_seed();
+  CAPTURE(seed);
+  std::mt19937_64 rng(seed);
+  const int rank = world_rank();
+  const auto cuts = uneven_cuts(24'000, world_size());
+  {
+    INFO("int8_t keys (in 32-bit table words), float values");
+    const auto q = select(sum(col<0>), min(col<0>), max(col<0>), count());
+    using bound = bound_query<single_key<std::int8_t>, std::remove_const_t<decltype(q)>, float>;
+    const auto keys = draw_keys(key_dictionary<std::int8_t>(200, rng), 24'000, distribution::zipf, rng);
+    const auto vals = random_values<float>(keys.size(), rng);
+    const auto expected = reference_group_by<bound>(std::span<const std::int8_t>(keys), std::span<const float>(vals));
+    check_distributed<bound>(expected, words_of<typename bound::key>(keys), cuts, [&](const mpi::options& o) {
+      return mpi::group_by(MPI_COMM_WORLD, slice(keys, cuts, rank), slice(vals, cuts, rank), q, o);
+    });
+  }
+  {
+    INFO("keys(uint8_t, int16_t), double values");
+    using key = packed_key<std::uint8_t, std::int16_t>;
+    const auto q = select(sum(col<0>), avg(col<0>), max(col<0>));
+    using bound = bound_query<key, std::remove_const_t<decltype(q)>, double>;
+    std::vector<std::uint8_t> a(24'000);
+    std::vector<std::int16_t> b(a.size());
+    std::vector<std::tuple<std::uint8_t, std::int16_t>> tuples(a.size());
+    std::uniform_int_distribution<int> pick_a(0, 255), pick_b(-40, 40);
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      a[i] = std::uint8_t(pick_a(rng) % 16 == 0 ? 255 : pick_a(rng) % 50);
+      b[i] = std::int16_t(pick_b(rng));
+      tuples[i] = {a[i], b[i]};
+    }
+    const auto vals = random_values<double>(a.size(), rng);
+    const auto expected = reference_group_by<bound>(std::span<const std::tuple<std::uint8_t, std::int16_t>>(tuples),
+                                                    std::span<const double>(vals));
+    check_distributed<bound>(expected, words_of<key>(tuples), cuts, [&](const mpi::options& o) {
+      return mpi::group_by(MPI_COMM_WORLD, keys(slice(a, cuts, rank), slice(b, cuts, rank)), slice(vals, cuts, rank),
+                           q, o);
+    });
+  }
+  {
+    INFO("direct addressing over int32_t keys in [-50, 949]");
+    const auto q = select<direct_addressing>(sum(col<0>), count());
+    using bound = bound_query<single_key<std::int32_t>, std::remove_const_t<decltype(q)>, std::int64_t>;
+    std::uniform_int_distribution<std::int32_t> in_domain(-50, 949);
+    std::vector<std::int32_t> keys(24'000);
+    for (auto& k : keys) k = in_domain(rng);
+    const auto vals = random_values<std::int64_t>(keys.size(), rng);
+    const auto expected = reference_group_by<bound>(std::span<const std::int32_t>(keys), std::span<const std::int64_t>(vals));
+    mpi::options opts;
+    opts.domain = {-50, 949};
+    check_distributed<bound>(
+        expected, words_of<typename bound::key>(keys), cuts,
+        [&](const mpi::options& o) {
+          return mpi::group_by(MPI_COMM_WORLD, slice(keys, cuts, rank), slice(vals, cuts, rank), q, o);
+        },
+        opts);
+  }
+}
+
+TEST_CASE("the exchange carries the partial groups, never the rows; the gathered result is the single process's") {
+  const auto seed = shared_seed();
+  CAPTURE(seed);
+  std::mt19937_64 rng(seed);
+  const int rank = world_rank();
+  const int ranks = world_size();
+  // 2^12 groups in 2^17 rows: each rank's slice holds nearly every group, so a row-shipping
+  // exchange would move ~30x the bytes of a group-shipping one.
+  const auto dictionary = key_dictionary<std::uint32_t>(4096, rng);
+  const auto keys = draw_keys(dictionary, std::size_t{1} << 17, distribution::uniform, rng);
+  const auto vals = random_values<std::int64_t>(keys.size(), rng);
+  const auto cuts = uneven_cuts(keys.size(), ranks);
+  check_all_kinds(keys, vals, cuts);
+
+  mpi::options opts;
+  opts.gather_to = 0;
+  const auto gathered = mpi::group_by(MPI_COMM_WORLD, slice(keys, cuts, rank), slice(vals, cuts, rank), all_kinds, opts);
+  using partial = gpuagg::detail::partial_type_for<all_kinds_bound<std::uint32_t>>::type;
+  const std::size_t row_bytes = sizeof(std::uint32_t) + sizeof(std::int64_t);
+  std::uint64_t sent = 0, received = 0;
+  for (const auto& e : gathered.all_ranks) {
+    sent += e.bytes_sent;
+    received += e.bytes_received;
+    // Only partial groups travel: whole entries, fewer than the rows' bytes.
+    CHECK(e.bytes_sent == e.groups_sent * partial::entry_bytes);
+    CHECK(e.groups_sent + e.groups_kept == e.partial_groups);
+    if (ranks > 1) CHECK(e.bytes_sent < e.rows * row_bytes);
+  }
+  CHECK(sent == received);
+  if (rank == 0) {
+    // The single-process query over the whole input, on rank 0's device.
+    const auto single = gpuagg::group_by(keys, vals, all_kinds);
+    auto single_sorted = single;
+    sort_by_key(single_sorted);
+    const auto wrong = mismatch(gathered, single_sorted);
+    CHECK_MESSAGE(wrong.empty(), "against the single process: " << wrong);
+    std::ostringstream table;
+    table << "mpi exchange, " << ranks << " ranks, " << keys.size() << " rows of uint32 key + int64 value, "
+          << dictionary.size() << " groups, " << partial::entry_bytes << " bytes per partial group:\n";
+    for (int q = 0; q < ranks; ++q) {
+      const auto& e = gathered.all_ranks[std::size_t(q)];
+      table << "  rank " << q << ": " << e.rows << " rows (" << e.rows * row_bytes << " bytes), " << e.partial_groups
+            << " partial groups, sent " << e.groups_sent << " groups = " << e.bytes_sent << " bytes, received "
+            << e.groups_received << " groups = " << e.bytes_received << " bytes, owns " << e.owned_groups
+            << "; local " << std::fixed << std::setprecision(1) << e.local_seconds * 1e3 << " ms, exchange "
+            << e.exchange_seconds * 1e3 << " ms, merge " << e.merge_seconds * 1e3 << " ms\n";
+    }
+    std::cout << table.str() << std::flush;
+  }
+}
+
+TEST_CASE("a rank whose columns differ in length fails the query on every rank, and the next query runs") {
+  const int rank = world_rank();
+  const int ranks = world_size();
+  const int culprit = ranks - 1;
+  std::vector<std::uint32_t> keys{1, 2, 3, 4};
+  std::vector<std::int64_t> vals{5, 6, 7, 8};
+  if (rank == culprit) vals.pop_back();
+  std::string kind_seen = "none";
+  int rank_named = -1;
+  try {
+    mpi::group_by(MPI_COMM_WORLD, keys, vals, all_kinds);
+  } catch (const invalid_argument_error&) {
+    kind_seen = "invalid_argument_error";
+  } catch (const mpi::rank_failed_error& e) {
+    kind_seen = "rank_failed_error";
+    rank_named = e.rank();
+    CHECK(e.kind() == "invalid_argument_error");
+    CHECK(std::string(e.what()).find("column lengths differ") != std::string::npos);
+  }
+  if (rank == culprit) {
+    CHECK(kind_seen == "invalid_argument_error");
+  } else {
+    CHECK(kind_seen == "rank_failed_error");
+    CHECK(rank_named == culprit);
+  }
+  // Nobody was left in a collective: the next query meets on every rank.
+  vals.resize(keys.size(), 9);
+  const auto r = mpi::group_by(MPI_COMM_WORLD, keys, vals, all_kinds, [] {
+    mpi::options o;
+    o.gather_to = 0;
+    return o;
+  }());
+  if (rank == 0) {
+    CHECK(r.size() == 4);
+    std::uint64_t rows = 0;
+    for (const auto n : r.column<1>()) rows += n;
+    CHECK(rows == keys.size() * std::size_t(ranks));
+  }
+}
+
+TEST_CASE("a rank whose device cannot hold its table fails the query on every rank with a typed error") {
+  const int rank = world_rank();
+  const int culprit = world_size() - 1;
+  const std::vector<std::uint64_t> keys{10, 20, 30};
+  const std::vector<std::int64_t> vals{1, 2, 3};
+  mpi::options opts;
+  // A table of 2^41 buckets: the device refuses it (out_of_memory_error) before any kernel runs.
+  if (rank == culprit) opts.expected_groups = std::uint64_t{1} << 40;
+  std::string kind_seen = "none";
+  try {
+    mpi::group_by(MPI_COMM_WORLD, keys, vals, all_kinds, opts);
+  } catch (const out_of_memory_error&) {
+    kind_seen = "out_of_memory_error";
+  } catch (const mpi::rank_failed_error& e) {
+    kind_seen = "rank_failed_error:" + e.kind();
+    CHECK(e.rank() == culprit);
+  }
+  CHECK(kind_seen == (rank == culprit ? "out_of_memory_error" : "rank_failed_error:out_of_memory_error"));
+}
+
+TEST_CASE("a failure while merging the owned groups is agreed too") {
+  const int rank = world_rank();
+  const int ranks = world_size();
+  const int culprit = ranks - 1;
+  // Every rank's own keys lie in its domain, so each aggregates its rows; the culprit's domain
+  // is [0, 499], and the keys in [500, 999] it owns reach it only in the exchange: its merge
+  // fails.
+  const auto q = select<direct_addressing>(sum(col<0>), count());
+  std::vector<std::int32_t> keys;
+  for (std::int32_t k = 0; k < (rank == culprit ? 500 : 1000); ++k) keys.push_back(k);
+  const std::vector<std::int64_t> vals(keys.size(), 1);
+  mpi::options opts;
+  opts.domain = {0, rank == culprit ? 499 : 999};
+  bool culprit_gets_foreign_keys = false;
+  for (std::int32_t k = 500; k < 1000; ++k) culprit_gets_foreign_keys |= mpi::owner_rank(std::uint32_t(k), ranks) == culprit;
+  std::string kind_seen = "none";
+  try {
+    mpi::group_by(MPI_COMM_WORLD, keys, vals, q, opts);
+  } catch (const key_out_of_domain_error&) {
+    kind_seen = "key_out_of_domain_error";
+  } catch (const mpi::rank_failed_error& e) {
+    kind_seen = "rank_failed_error:" + e.kind();
+    CHECK(e.rank() == culprit);
+  }
+  if (ranks == 1 || !culprit_gets_foreign_keys) {
+    CHECK(kind_seen == "none");
+  } else {
+    CHECK(kind_seen == (rank == culprit ? "key_out_of_domain_error" : "rank_failed_error:key_out_of_domain_error"));
+  }
+}
+
+TEST_CASE("gather_to naming no rank is an invalid argument on every rank") {
+  const std::vector<std::uint32_t> keys{1, 2};
+  const std::vector<std::int64_t> vals{3, 4};
+  mpi::options opts;
+  opts.gather_to = world_size();
+  CHECK_THROWS_AS(mpi::group_by(MPI_COMM_WORLD, keys, vals, all_kinds, opts), invalid_argument_error);
+}
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  doctest::Context context(argc, argv);
+  const int failed = context.run();
+  // Every rank's verdict: one rank's failure fails the run (mpirun reports the first nonzero).
+  int any_failed = 0;
+  MPI_Allreduce(&failed, &any_failed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  if (world_rank() == 0) std::printf("mpi_test: %d ranks, %s\n", world_size(), any_failed ? "FAILED" : "all passed");
+  MPI_Finalize();
+  return any_failed ? 1 : 0;
+}
