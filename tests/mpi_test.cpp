@@ -270,6 +270,31 @@ TEST_CASE_TEMPLATE("random, zipf and heavy-hitter keys: each rank's groups and t
   }
 }
 
+TEST_CASE("device columns: each rank's slice already on its device") {
+  const auto seed = shared_seed();
+  CAPTURE(seed);
+  std::mt19937_64 rng(seed);
+  const int rank = world_rank();
+  const auto keys = draw_keys(key_dictionary<std::uint32_t>(2000, rng), 30'000, distribution::zipf, rng);
+  const auto vals = random_values<std::int64_t>(keys.size(), rng);
+  const auto cuts = uneven_cuts(keys.size(), world_size());
+  const auto my_keys = slice(keys, cuts, rank);
+  const auto my_vals = slice(vals, cuts, rank);
+  const auto on_device = [](auto part) {
+    using T = typename decltype(part)::element_type;
+    cl::Buffer buffer(ctx().cl_context(), cl_mem_flags(CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR),
+                      std::max<std::size_t>(part.size_bytes(), 1), const_cast<void*>(static_cast<const void*>(part.data())));
+    return device_column<std::remove_const_t<T>>(buffer, part.size());
+  };
+  const auto device_keys = on_device(my_keys);
+  const auto device_vals = on_device(my_vals);
+  using bound = all_kinds_bound<std::uint32_t>;
+  const auto expected = reference_group_by<bound>(std::span<const std::uint32_t>(keys), std::span<const std::int64_t>(vals));
+  check_distributed<bound>(expected, words_of<typename bound::key>(keys), cuts, [&](const mpi::options& o) {
+    return mpi::group_by(MPI_COMM_WORLD, device_keys, device_vals, all_kinds, o);
+  });
+}
+
 TEST_CASE("keys that all land on one rank: the others own nothing and receive nothing") {
   const auto seed = shared_seed();
   CAPTURE(seed);
