@@ -11,6 +11,7 @@
 
 #include <gpuagg/mpi.hpp>
 
+#include <array>
 #include <cstdio>
 #include <iomanip>
 #include <sstream>
@@ -267,6 +268,40 @@ TEST_CASE_TEMPLATE("random, zipf and heavy-hitter keys: each rank's groups and t
     const auto keys = draw_keys(dictionary, 48'000, d, rng);
     const auto vals = random_values<std::int64_t>(keys.size(), rng);
     check_all_kinds(keys, vals, uneven_cuts(keys.size(), world_size()));
+  }
+}
+
+TEST_CASE_TEMPLATE("owner_rank is independent of the table's hash: a rank's keys spread over its whole table", Key,
+                   std::uint32_t, std::uint64_t) {
+  const auto seed = fresh_seed();  // no collective: each rank checks on its own
+  CAPTURE(seed);
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<Key> any;
+  for (const int ranks : {2, 3, 7}) {
+    CAPTURE(ranks);
+    // Keys owned by rank 0, their home buckets in a table of 2^8 under either table hash: each
+    // quarter of the table, by the home's top bits (multiply_shift's) and its low bits
+    // (murmur3's), gets about a quarter of them. An owner taken from the same bits as the home
+    // would crowd one part of the table.
+    std::array<std::size_t, 4> top_ms{}, low_ms{}, top_mm{}, low_mm{};
+    std::size_t owned = 0;
+    while (owned < 20'000) {
+      const Key k = any(rng);
+      if (mpi::owner_rank(std::uint64_t(k), ranks) != 0) continue;
+      ++owned;
+      const auto ms = multiply_shift::home(k, 8);
+      const auto mm = murmur3_finalizer::home(k, 8);
+      ++top_ms[ms >> 6];
+      ++low_ms[ms & 3];
+      ++top_mm[mm >> 6];
+      ++low_mm[mm & 3];
+    }
+    for (const auto* quarters : {&top_ms, &low_ms, &top_mm, &low_mm}) {
+      for (const auto n : *quarters) {
+        CHECK(n > owned / 5);      // a quarter is 5000; 4 sigma is about 250
+        CHECK(n < owned * 3 / 10);
+      }
+    }
   }
 }
 
