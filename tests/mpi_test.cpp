@@ -380,7 +380,9 @@ TEST_CASE("gather_to naming no rank is an invalid argument on every rank") {
 }
 
 int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
+  // gpuagg's threads (staging copies, PoCL's) never call MPI: the main thread alone does.
+  int provided = 0;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
   doctest::Context context(argc, argv);
   const int failed = context.run();
   // Every rank's verdict: one rank's failure fails the run (mpirun reports the first nonzero).

@@ -18,8 +18,9 @@
 // every rank throws, that rank its own typed error and the others rank_failed_error, instead
 // of leaving them blocked in a collective.
 //
-// Needs MPI (e.g. Debian's libopenmpi-dev); the rest of gpuagg does not, and groupby.hpp does
-// not include this header.
+// MPI is called from the calling thread only (MPI_THREAD_FUNNELED suffices from the main
+// thread). Needs MPI (e.g. Debian's libopenmpi-dev); the rest of gpuagg does not, and
+// groupby.hpp does not include this header.
 
 #include <mpi.h>
 
