@@ -8,6 +8,9 @@
 //   default  group_by / group_by_on_device exactly as the README shows them: no options at all
 //   oracle   the reference beside it: the true group count as the hint and the fastest fixed
 //            (strategy, configuration) of a sweep over both hash strategies' grids
+// With --keys two the keys are two uint32 columns, keys(a, b): group k of the draw above becomes
+// the pair (a, b) of two bijections of k, so the pairs' groups are the draw's (the composite-key
+// figure beside the single-key one; default system only).
 // Phases: `first` is the first query of its shape in a process that ran other shapes before;
 // `warm` queries follow it; `cold` (--cold) is the process's first query, timed alone, after
 // which the program exits (the suite script runs it in a fresh process, with empty and with
@@ -56,6 +59,7 @@ struct settings {
   std::string csv;
   std::string sweep_csv;
   std::uint64_t seed = 1;
+  std::string keys = "one";
 };
 
 std::vector<unsigned> parse_range(const std::string& text) {
@@ -74,16 +78,27 @@ std::vector<unsigned> parse_range(const std::string& text) {
   return out;
 }
 
+/// --keys two: group k's key columns (a, b) as one word a << 32 | b; two odd multipliers make
+/// each column a bijection of k.
+std::uint64_t pair_key(std::uint64_t k) {
+  const auto a = static_cast<std::uint32_t>(k) * 0x9E3779B1u;
+  const auto b = (static_cast<std::uint32_t>(k) ^ 0xA5A5A5A5u) * 0x85EBCA6Bu;
+  return std::uint64_t{a} << 32 | b;
+}
+
 /// The input and its reference: the distinct keys and the checksum of every (key, sum).
 struct dataset {
   std::size_t rows = 0;
   std::vector<std::uint32_t> keys;
+  std::vector<std::uint32_t> keys2;  // --keys two: the second key column
   std::vector<std::uint32_t> vals;
   std::uint64_t groups = 0;
   std::uint64_t checksum = 0;
   cl::Buffer keys_dev;
+  cl::Buffer keys2_dev;
   cl::Buffer vals_dev;
   pinned_array<std::uint32_t> keys_pinned;
+  pinned_array<std::uint32_t> keys2_pinned;
   pinned_array<std::uint32_t> vals_pinned;
 };
 
@@ -133,10 +148,19 @@ dataset make_dataset(context& ctx, const settings& s, unsigned groups_log2) {
     d.keys.swap(keys);
     d.vals.swap(vals);
   }
+  const bool two = s.keys == "two";
   for (std::uint64_t k = 0; k < domain; ++k) {
     if (counts[k] == 0) continue;
     ++d.groups;
-    d.checksum += pair_checksum(k, sums[k]);
+    d.checksum += pair_checksum(two ? pair_key(k) : k, sums[k]);
+  }
+  if (two) {
+    d.keys2.resize(d.rows);
+    for (std::size_t i = 0; i < d.rows; ++i) {
+      const std::uint64_t pair = pair_key(d.keys[i]);
+      d.keys[i] = static_cast<std::uint32_t>(pair >> 32);
+      d.keys2[i] = static_cast<std::uint32_t>(pair);
+    }
   }
   const std::size_t bytes = d.rows * sizeof(std::uint32_t);
   if (s.input == "device") {
@@ -144,11 +168,19 @@ dataset make_dataset(context& ctx, const settings& s, unsigned groups_log2) {
     d.vals_dev = ctx.buffer(bytes, "benchmark values", CL_MEM_READ_ONLY);
     ctx.compute_queue().enqueueWriteBuffer(d.keys_dev, CL_TRUE, 0, bytes, d.keys.data());
     ctx.compute_queue().enqueueWriteBuffer(d.vals_dev, CL_TRUE, 0, bytes, d.vals.data());
+    if (two) {
+      d.keys2_dev = ctx.buffer(bytes, "benchmark keys (second column)", CL_MEM_READ_ONLY);
+      ctx.compute_queue().enqueueWriteBuffer(d.keys2_dev, CL_TRUE, 0, bytes, d.keys2.data());
+    }
   } else if (s.input == "pinned") {
     d.keys_pinned = pinned_array<std::uint32_t>(ctx, d.rows);
     d.vals_pinned = pinned_array<std::uint32_t>(ctx, d.rows);
     std::copy(d.keys.begin(), d.keys.end(), d.keys_pinned.data());
     std::copy(d.vals.begin(), d.vals.end(), d.vals_pinned.data());
+    if (two) {
+      d.keys2_pinned = pinned_array<std::uint32_t>(ctx, d.rows);
+      std::copy(d.keys2.begin(), d.keys2.end(), d.keys2_pinned.data());
+    }
   }
   return d;
 }
@@ -169,8 +201,63 @@ double kernel_seconds(const query_stats& s) {
          s.estimate_seconds;
 }
 
+/// The checksum of a composite-key result's (a << 32 | b, sum) pairs, read back after the timing.
+template <class Result>
+std::uint64_t host_pair_checksum(const Result& out) {
+  std::uint64_t sum = 0;
+  const auto& a = out.keys.template column<0>();
+  const auto& b = out.keys.template column<1>();
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    sum += pair_checksum(std::uint64_t{a[i]} << 32 | b[i], std::uint64_t(out.template column<0>()[i]));
+  }
+  return sum;
+}
+
+/// --keys two: the same call with keys(a, b).
+run timed_pair_query(context& ctx, const dataset& d, const settings& s, const options& opts) {
+  run r;
+  std::uint64_t groups = 0, checksum = 0;
+  if (s.input == "device") {
+    const auto start = std::chrono::steady_clock::now();
+    const auto out = group_by_on_device(keys(device_column<std::uint32_t>(d.keys_dev, d.rows),
+                                             device_column<std::uint32_t>(d.keys2_dev, d.rows)),
+                                        device_column<std::uint32_t>(d.vals_dev, d.rows), the_query, opts);
+    r.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    r.stats = out.stats;
+    groups = out.size();
+    std::vector<std::uint32_t> a(groups), b(groups);
+    std::vector<std::int64_t> sums(groups);
+    if (groups > 0) {
+      auto& q = ctx.compute_queue();
+      q.enqueueReadBuffer(out.key_columns.at(0), CL_TRUE, 0, groups * 4, a.data());
+      q.enqueueReadBuffer(out.key_columns.at(1), CL_TRUE, 0, groups * 4, b.data());
+      q.enqueueReadBuffer(out.column<0>(), CL_TRUE, 0, groups * 8, sums.data());
+    }
+    for (std::size_t i = 0; i < groups; ++i) {
+      checksum += pair_checksum(std::uint64_t{a[i]} << 32 | b[i], std::uint64_t(sums[i]));
+    }
+  } else {
+    const auto start = std::chrono::steady_clock::now();
+    const auto out = s.input == "pinned" ? group_by(keys(d.keys_pinned, d.keys2_pinned), d.vals_pinned, the_query, opts)
+                                         : group_by(keys(d.keys, d.keys2), d.vals, the_query, opts);
+    r.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    r.stats = out.stats;
+    groups = out.size();
+    checksum = host_pair_checksum(out);
+  }
+  if (groups != d.groups) {
+    r.why = "groups " + std::to_string(groups) + " != " + std::to_string(d.groups);
+  } else if (checksum != d.checksum) {
+    r.why = "checksum";
+  }
+  r.kernel_seconds = kernel_seconds(r.stats);
+  r.verified = r.why.empty();
+  return r;
+}
+
 /// The user's call on this input kind, timed and verified.
 run timed_query(context& ctx, const dataset& d, const settings& s, const options& opts) {
+  if (s.keys == "two") return timed_pair_query(ctx, d, s, opts);
   run r;
   if (s.input == "device") {
     const auto start = std::chrono::steady_clock::now();
@@ -307,6 +394,8 @@ int main(int argc, char** argv) {
   app.add_option("--csv", s.csv, "CSV of every measured query (appended)");
   app.add_option("--sweep-csv", s.sweep_csv, "CSV of the oracle's sweep: every configuration's median (appended)");
   app.add_option("--seed", s.seed, "input seed");
+  app.add_option("--keys", s.keys, "one: a uint32 key column; two: keys(a, b), two uint32 columns (default system only)")
+      ->check(CLI::IsMember({"one", "two"}));
   CLI11_PARSE(app, argc, argv);
 
   context& ctx = default_context();
@@ -320,7 +409,7 @@ int main(int argc, char** argv) {
     if (fresh) sweep << "device,input,distribution,rows,groups_log2,groups,strategy,work_groups_per_cu,work_group_size,median_wall_ms,median_kernel_ms\n";
   }
   const bool want_default = s.systems.find("default") != std::string::npos;
-  const bool want_oracle = s.systems.find("oracle") != std::string::npos;
+  const bool want_oracle = s.systems.find("oracle") != std::string::npos && s.keys == "one";
   for (const unsigned log2 : parse_range(s.groups_log2)) {
     const dataset d = make_dataset(ctx, s, log2);
     if (s.cold) {

@@ -48,6 +48,9 @@ FILES = {
     "tuned_queries.csv": ("six queries sharing one winners file", "live-queries", "column"),
     "fill.csv": ("one query per SHARED configuration, every block", "fill", "column"),
     "fill_blocks.csv": ("the same, one row per block", "fill", "via fill.csv"),
+    "composite.csv": ("the default call with two uint32 key columns, keys(a, b)", "composite", "column"),
+    "tpch.csv": ("TPC-H Q1 (tpch_q1_bench) at SF 10 and SF 100, device, pinned and pageable input", "tpch", "column"),
+    "tpch_pyarrow.csv": ("TPC-H Q1 in pyarrow on the host's cores over the same columns", "tpch", "column"),
     "profile_kernels.csv": ("Nsight Compute counters of the CUDA twin and of PyTorch's kernels", "profile",
                             "column (twin rows)"),
 }
@@ -171,6 +174,14 @@ class DefaultRun:
         self.queries = defaultdict(list)  # (input, distribution, groups_log2, system, phase) -> rows
         for r in self.rows:
             self.queries[(r["input"], r["distribution"], int(r["groups_log2"]), r["system"], r["phase"])].append(r)
+        self.composite = defaultdict(list)  # groups_log2 -> warm rows of keys(a, b)
+        for r in res.rows("composite.csv"):
+            if r["phase"] == "warm" and r["system"] == "default" and self.rows_log2 is not None and \
+                    round(math.log2(int(r["rows"]))) == self.rows_log2:
+                self.composite[int(r["groups_log2"])].append(r)
+        self.tpch = defaultdict(list)  # (scale, input) -> timed rows
+        for r in res.rows("tpch.csv"):
+            self.tpch[(int(r["scale"]), r["input"])].append(r)
         self.peers = defaultdict(dict)  # system -> groups_log2 -> G tuples/s
         for r in res.rows("peers.csv"):
             if r.get("groups", "").isdigit():
@@ -335,7 +346,73 @@ def targets(run):
             bound = input_bytes + 2 * table_bytes(int(d[0]["groups"]))
             out.append((t5, f"{dist} 2^{g}", f"input {signed_bytes(peak - input_bytes)}",
                         f"<= input + {signed_bytes(bound - input_bytes)[2:]}", "pass" if peak <= bound else "FAIL"))
+    t6 = "6. two key columns >= 0.8x one"
+    for g in (10, 16, 20, 24):
+        ratio_row(t6, f"uniform 2^{g}", run.rate(run.composite.get(g, [])),
+                  run.rate(run.get("device", "uniform", g, "default")), 0.8, rates)
+    t7 = "7. TPC-H Q1, SF 100"
+    dev = run.tpch.get((100, "device"), [])
+    if dev:
+        ms = median([float(r["wall_ms"]) for r in dev])
+        out.append((t7, "device input", f"{fmt(ms)} ms", "<= 10 ms", "pass" if ms <= 10 else "FAIL"))
+    else:
+        out.append((t7, "device input", NOT_MEASURED, "<= 10 ms", NOT_MEASURED))
+    pinned = run.tpch.get((100, "pinned"), [])
+    if pinned:
+        ms = median([float(r["wall_ms"]) for r in pinned])
+        copy = median([float(r["copy_ms"]) for r in pinned])
+        out.append((t7, "pinned input / column copy", f"{ms / copy:.3f}x ({fmt(ms)} / {fmt(copy)} ms)", "<= 1.1x",
+                    "pass" if ms <= 1.1 * copy else "FAIL"))
+    else:
+        out.append((t7, "pinned input / column copy", NOT_MEASURED, "<= 1.1x", NOT_MEASURED))
     return out
+
+
+def table_composite(run):
+    if not run.composite:
+        return None
+    out = []
+    for g in sorted(run.composite):
+        two, one = run.composite[g], run.get("device", "uniform", g, "default")
+        r2, r1 = run.rate(two), run.rate(one)
+        out.append([f"2^{g}", two[0]["groups"], run.plan(two), fmt(r2), fmt(run.best(two)), fmt(r1),
+                    fmt(r2 / r1) if r1 and r2 else "-",
+                    fmt(median([float(r["estimate_ratio"]) for r in two]))])
+    return table(["groups", "distinct keys", "default's plan (last block)", "keys(a, b), median", "keys(a, b), best",
+                  "one key, median", "two / one", "estimate / true groups"], out)
+
+
+def table_tpch(run):
+    if not run.tpch:
+        return None
+    arrow = defaultdict(list)
+    for r in run.res.rows("tpch_pyarrow.csv"):
+        arrow[int(r["scale"])].append(float(r["wall_ms"]))
+    out = []
+    for (scale, input_) in sorted(run.tpch, key=lambda k: (k[0], ["device", "pinned", "pageable"].index(k[1]))):
+        rows = run.tpch[(scale, input_)]
+        ms = median([float(r["wall_ms"]) for r in rows])
+        kernel = median([float(r["kernel_ms"]) for r in rows])
+        copy = median([float(r["copy_ms"]) for r in rows]) if input_ == "pinned" else None
+        gb = int(rows[0]["column_bytes"]) / 1e9
+        out.append([str(scale), rows[0]["rows"], f"{gb:.2f}", input_, fmt(ms),
+                    fmt(min(float(r["wall_ms"]) for r in rows)), fmt(kernel), fmt(copy) if copy else "-",
+                    f"{ms / copy:.3f}x" if copy else "-",
+                    f"{rows[0]['strategy']} {rows[0]['work_groups_per_cu']}x{rows[0]['work_group_size']}",
+                    rows[0]["blocks"], fmt(median(arrow[scale]) / ms) if arrow.get(scale) else "-"])
+    return table(["SF", "lineitems", "GB of columns", "input", "wall ms, median", "wall ms, best", "kernels ms",
+                  "column copy ms", "wall / copy", "plan (first row)", "blocks", "pyarrow / gpuagg"], out)
+
+
+def table_tpch_pyarrow(run):
+    rows = run.res.rows("tpch_pyarrow.csv")
+    if not rows:
+        return None
+    by = defaultdict(list)
+    for r in rows:
+        by[(int(r["scale"]), r["device"])].append(float(r["wall_ms"]))
+    return table(["SF", "pyarrow on", "wall ms, median", "wall ms, best"],
+                 [[str(sf), t, fmt(median(v)), fmt(min(v))] for (sf, t), v in sorted(by.items())])
 
 
 def table_targets(run):
@@ -807,6 +884,9 @@ def make_tables(res):
         "cold": lambda: table_cold(run),
         "skew": lambda: table_inputs(run, ["device"], ["zipf", "heavy", "sorted"], False),
         "host": lambda: table_inputs(run, ["pinned", "pageable"], ["uniform"], True),
+        "composite": lambda: table_composite(run),
+        "tpch": lambda: table_tpch(run),
+        "tpch-pyarrow": lambda: table_tpch_pyarrow(run),
         "targets-summary": lambda: table_targets_summary(run),
         "targets": lambda: table_targets(run),
         "baselines": lambda: table_baselines(res, run),
@@ -824,6 +904,7 @@ def make_tables(res):
     for name, make in makers.items():
         text = make()
         parts = {"default": "uniform, peers", "cold": "cold", "skew": "skew", "host": "host",
+                 "composite": "composite", "tpch": "tpch", "tpch-pyarrow": "tpch",
                  "baselines": "baselines", "values": "values", "space": "space", "bounds": "profile",
                  "replay": "replay", "replay-all": "replay", "ablation": "replay", "live": "live, live-filled", "queries": "live-queries",
                  "fill": "fill"}

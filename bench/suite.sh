@@ -15,6 +15,10 @@
 #   skew          the same on zipf, 90% heavy-hitter and sorted keys at 2^4,10,16,20,24
 #                                                               -> default.csv, sweep.csv
 #   host          pinned and pageable host input at the same five group counts -> default.csv
+#   composite     the default call with two uint32 key columns, keys(a, b), at 2^10,16,20,24,
+#                 device input                                  -> composite.csv
+#   tpch          TPC-H Q1 (tpch_q1_bench) at SF 10 and 100 on device, pinned and pageable
+#                 input; pyarrow over the same SF 10 columns -> tpch.csv, tpch_pyarrow.csv
 #   cold          the first query of a fresh process at 2^4, 2^16, 2^24: every cache empty
 #                 (cold-empty), on-disk caches warm (cold-disk), only gpuagg's program binaries
 #                 kept (cold-programs)                          -> default.csv
@@ -87,8 +91,8 @@ while (($#)); do
     *) echo "suite.sh: unknown argument $1 (--help)" >&2; exit 2 ;;
   esac
 done
-[[ $parts == all ]] && parts=uniform,skew,host,cold,peers,baselines,values,space,replay,live,live-filled,live-queries,fill,profile
-known=",uniform,skew,host,cold,peers,baselines,values,space,replay,live,live-filled,live-queries,fill,profile,"
+[[ $parts == all ]] && parts=uniform,skew,host,composite,tpch,cold,peers,baselines,values,space,replay,live,live-filled,live-queries,fill,profile
+known=",uniform,skew,host,composite,tpch,cold,peers,baselines,values,space,replay,live,live-filled,live-queries,fill,profile,"
 for p in ${parts//,/ }; do
   [[ $known == *",$p,"* ]] || { echo "suite.sh: unknown part $p (--help)" >&2; exit 2; }
 done
@@ -212,6 +216,31 @@ if has host; then
       --reps 3 --csv "$tmp/h.csv"
     merge default.csv $default_key "$tmp/h.csv"
   done
+fi
+if has composite; then
+  need groupby_bench
+  # Two uint32 key columns, keys(a, b), uniform, device input: the default call, to set beside
+  # the uniform part's single-key default at the same group counts.
+  rm -f "$tmp/k.csv"
+  step 200 composite "$bench" --rows-log2 "$rows" --groups-log2 "$(upto 10,16,20,24)" --keys two --systems default \
+    --csv "$tmp/k.csv"
+  merge composite.csv $default_key "$tmp/k.csv"
+fi
+if has tpch; then
+  need tpch_q1_bench
+  # TPC-H Q1 at SF 10 and 100 (SF 100 needs about 7 GB of device memory and 7 GB of pinned host
+  # memory), every input kind; then pyarrow over the SF 10 columns the bench dumped, where
+  # pyarrow is installed (its answers checked against the bench's CPU pass).
+  rm -f "$tmp/q.csv"
+  step 240 tpch "$build/bench/tpch_q1_bench" --scale 10,100 --input device,pinned,pageable --reps 5 \
+    --csv "$tmp/q.csv" --dump "$tmp/q1"
+  merge tpch.csv "" "$tmp/q.csv"
+  if python3 -c "import pyarrow" 2> /dev/null; then
+    sf10=$(ls -d "$tmp"/q1/sf10.0* | head -1)
+    step 120 tpch_pyarrow ">$tmp/a.csv" python3 "$here/tpch_q1_pyarrow.py" "$sf10" --scale 10 --reps 3
+    merge tpch_pyarrow.csv "" "$tmp/a.csv"
+  fi
+  rm -rf "$tmp/q1"
 fi
 if has cold; then
   need groupby_bench

@@ -231,7 +231,7 @@ TEST_CASE_TEMPLATE("the device's sketch is the host's, register for register", K
 }
 
 TEST_CASE("a query's planned groups: within 2x of the result's groups for each distribution and input kind") {
-  // 2^22 rows: host input sketches a strided 2^18 of them, device input every other row.
+  // 2^22 rows: host input sketches a strided 2^20 of them, device input every other row.
   const std::uint64_t seed = fresh_seed();
   CAPTURE(seed);
   std::mt19937_64 rng(seed);

@@ -278,6 +278,40 @@ TEST_CASE("skewed keys: the hot-key table for frequent keys, and for one dominan
   CHECK_FALSE(plan(h100(), zipf, {}, dense, 256).hot_table({strategy_kind::shared, {64, 256}}));
 }
 
+TEST_CASE("the start configuration follows the keys' shape: runs, one dominant key, frequent keys, shuffled") {
+  // The H100 entry's 2^20 regime holds a different SHARED configuration for each shape; the
+  // shape the sample shows picks which. A zipf-like sample (hottest key 12%, frequent keys
+  // covering half) is frequent, not dominant: a dominant key's configuration (few work items,
+  // measured with 90% one key) starves the atomics of keys spread over a million groups.
+  auto shuffled = uniform_input(1 << 20);
+  auto zipf = shuffled;
+  zipf.hottest_key_share = 0.12;
+  for (int i = 0; i < 300; ++i) zipf.frequent_counts.push_back(static_cast<std::uint32_t>(8192 / 300 + 5));
+  auto heavy = shuffled;
+  heavy.hottest_key_share = 0.9;
+  heavy.frequent_counts = {14746};
+  auto runs = shuffled;
+  runs.runs_share = 0.9;
+  const auto config = [](const input_profile& p) {
+    return plan(h100(), p, {}, recorded_shape(), 256).initial_config(strategy_kind::shared);
+  };
+  const auto regime = [](unsigned log2) {
+    for (const auto& e : query_planner::entry_for(h100()).regimes) {
+      if (e.max_table_log2 >= log2) return e;
+    }
+    return query_planner::entry_for(h100()).regimes.back();
+  };
+  const auto& e = regime(20);
+  CHECK(config(shuffled) == e.shared);
+  CHECK(config(zipf) == e.shared_frequent);
+  CHECK(config(heavy) == e.shared_dominant);
+  CHECK(config(runs) == e.shared_runs);
+  // The four differ in this regime, so each check above tells the shapes apart.
+  CHECK(e.shared_frequent != e.shared_dominant);
+  CHECK(e.shared != e.shared_frequent);
+  CHECK(e.shared_runs != e.shared_dominant);
+}
+
 TEST_CASE("observed groups grow the local tables' plan: WORKGROUPLOCAL gives way to SHARED") {
   auto p = plan(h100(), uniform_input(100), {}, recorded_shape(), 256);
   CHECK(p.default_params().strategy == strategy_kind::workgroup_local);
@@ -310,4 +344,32 @@ TEST_CASE("a query that does not tune asks only for the kernel limits of the str
     }
     CHECK(asked.count(chosen) == 1);
   }
+}
+
+TEST_CASE("private groups: at most four expected groups, SHARED and WORKGROUPLOCAL, never beside the run cache") {
+  for (const std::uint64_t groups : {2u, 4u, 5u, 64u}) {
+    CAPTURE(groups);
+    auto few = uniform_input(groups);
+    few.source = estimate_source::sample;
+    const auto p = plan(h100(), few, {}, recorded_shape(), 256);
+    for (const auto strategy : {strategy_kind::shared, strategy_kind::workgroup_local}) {
+      const execution_params params{strategy, {4, 256}};
+      CHECK(p.private_groups(params) == (groups <= query_planner::private_groups_max));
+      CHECK(p.variant_for(params).private_groups == (groups <= query_planner::private_groups_max));
+    }
+    CHECK_FALSE(p.private_groups({strategy_kind::independent, {1, 256}}));
+  }
+  // One key: the run cache's register holds it; no private groups beside it.
+  auto one = uniform_input(1);
+  one.hottest_key_share = 1.0;
+  const auto single = plan(h100(), one, {}, recorded_shape(), 256);
+  const execution_params shared{strategy_kind::shared, {4, 256}};
+  CHECK(single.variant_for(shared).run_cache);
+  CHECK_FALSE(single.variant_for(shared).private_groups);
+  // The option overrides in both directions.
+  options on, off;
+  on.private_groups = true;
+  off.private_groups = false;
+  CHECK(plan(h100(), uniform_input(1 << 20), on, recorded_shape(), 256).private_groups(shared));
+  CHECK_FALSE(plan(h100(), uniform_input(4), off, recorded_shape(), 256).private_groups(shared));
 }

@@ -301,3 +301,62 @@ TEST_CASE("comparisons and logic are values too") {
   CHECK(r.column<0>() == std::vector<std::int64_t>{2, 0});
   CHECK(r.column<1>() == std::vector<std::int64_t>{1, 1});
 }
+
+TEST_CASE_TEMPLATE("private groups: four groups per work item in registers, more keys than that still exact", Key,
+                   std::uint32_t, std::int64_t) {
+  const auto seed = fresh_seed();
+  CAPTURE(seed);
+  std::mt19937_64 rng(seed);
+  const std::size_t rows = 40'000;
+  // Up to four groups, the key whose bits mark empty buckets among them where it fits: the
+  // private slots compare keys, never the empty marker.
+  for (const std::size_t groups : {std::size_t{2}, std::size_t{4}}) {
+    CAPTURE(groups);
+    auto dictionary = key_dictionary<Key>(groups, rng);
+    const Key empty_marker = extreme_keys<Key>()[4];
+    if (std::find(dictionary.begin(), dictionary.end(), empty_marker) == dictionary.end()) {
+      dictionary.front() = empty_marker;
+    }
+    const auto k = draw_keys(dictionary, rows, distribution::uniform, rng);
+    const auto v = random_values<std::int64_t>(rows, rng);
+    using bound = bound_query<single_key<Key>, std::remove_const_t<decltype(all_kinds)>, std::int64_t>;
+    const auto expected = reference_group_by<bound>(std::span<const Key>(k), std::span<const std::int64_t>(v));
+    // The default plan chooses the build from the sample's groups.
+    const auto planned = group_by(k, v, all_kinds);
+    REQUIRE_FALSE(planned.stats.blocks.empty());
+    for (const auto& block : planned.stats.blocks) CHECK(block.private_groups);
+    check_same(planned, expected);
+    for (const auto strategy : {strategy_kind::shared, strategy_kind::workgroup_local}) {
+      CAPTURE(strategy);
+      options opts;
+      opts.strategy = strategy;
+      opts.config = launch_config{2, 64};
+      opts.block_bytes = 64 << 10;
+      opts.private_groups = true;
+      const auto r = group_by(k, v, all_kinds, opts);
+      for (const auto& block : r.stats.blocks) CHECK(block.private_groups);
+      check_same(r, expected);
+    }
+  }
+  // Forced on for 1000 groups: each work item's fifth key onwards goes to the table directly.
+  const auto dictionary = key_dictionary<Key>(1000, rng);
+  for (const auto d : {distribution::uniform, distribution::sorted_runs, distribution::heavy_hitter}) {
+    CAPTURE(name(d));
+    const auto k = draw_keys(dictionary, rows, d, rng);
+    const auto v = random_values<std::int64_t>(rows, rng);
+    using bound = bound_query<single_key<Key>, std::remove_const_t<decltype(all_kinds)>, std::int64_t>;
+    const auto expected = reference_group_by<bound>(std::span<const Key>(k), std::span<const std::int64_t>(v));
+    for (const auto strategy : {strategy_kind::shared, strategy_kind::workgroup_local}) {
+      CAPTURE(strategy);
+      options opts;
+      opts.strategy = strategy;
+      opts.config = launch_config{2, 64};
+      opts.private_groups = true;
+      opts.run_cache = false;
+      opts.hot_table = false;
+      const auto r = group_by(k, v, all_kinds, opts);
+      for (const auto& block : r.stats.blocks) CHECK(block.private_groups);
+      check_same(r, expected);
+    }
+  }
+}

@@ -165,6 +165,10 @@ struct options {
   /// WORKGROUPLOCAL), after a register for the sample's most frequent key. Default: when the key
   /// sample shows one dominant key.
   std::optional<bool> run_cache;
+  /// Keep four groups per work item in private variables, written to the table once per work
+  /// item (SHARED, WORKGROUPLOCAL; without the run cache and the hot-key table). Default: when
+  /// the query expects at most four groups (TPC-H Q1's returnflag x linestatus).
+  std::optional<bool> private_groups;
   /// Put the sample's most frequent keys in a table in local memory per work group in front of
   /// SHARED's global table (hash schemes; kernels/aggregate.hpp: GPUAGG_HOT_TABLE), so that their updates
   /// become local atomics. Default: when the frequent keys hold at least 1/8 of the sample and

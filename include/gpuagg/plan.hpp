@@ -226,6 +226,12 @@ class query_planner {
   /// automatically for a dominant key (not a single key, whose runs go faster without the queue)
   /// and a queue of at least 2 rows per work item fits in local memory beside the table.
   bool cold_queue(const execution_params& params) const;
+  /// Whether the block's build keeps private_groups_max groups per work item in private
+  /// variables (-DGPUAGG_PRIVATE_GROUPS): for SHARED and WORKGROUPLOCAL when the query expects
+  /// at most that many groups and neither the run cache nor the hot-key table is chosen;
+  /// options::private_groups overrides.
+  bool private_groups(const execution_params& params) const;
+  static constexpr std::uint64_t private_groups_max = 4;
 
   /// Rows per work item between two drains of the cold-row queue: 8, or 4 or 2 where the queue of
   /// 8 does not fit in local memory beside the table (0: not even 2).

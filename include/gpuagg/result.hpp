@@ -24,6 +24,7 @@ struct block_record {
   double partition_seconds = 0;  ///< PARTITION's kernels before it (0 when not partitioned)
   bool hot_table = false;        ///< SHARED with the hot-key table in local memory (kernels/shared.hpp)
   bool cold_queue = false;       ///< WORKGROUPLOCAL with the cold-row queue (kernels/workgroup_local.hpp)
+  bool private_groups = false;   ///< four groups per work item in private variables (kernels/aggregate.hpp)
 };
 
 /// Host (wall-clock) time of a query's phases, from the driver's clock. They add up to about

@@ -165,10 +165,11 @@ class aggregation_driver {
 
   /// Runs the row ranges `next()` hands out (a std::optional<std::pair<first row, rows>>, at most
   /// block_rows() rows each; std::nullopt when none is left), `blocks_in_flight` at a time, with
-  /// the plan's default_params(): for host input whose blocks several drivers share, each taking
-  /// the next block when it is free (multi_device.hpp). Rows no driver takes are not this one's.
+  /// `params` if given, else the plan's default_params(): for host input whose blocks several
+  /// drivers share, each taking the next block when it is free (multi_device.hpp). next() is
+  /// called when a block slot is free. Rows no driver takes are not this one's.
   template <class NextRange>
-  void run_blocks(NextRange&& next);
+  void run_blocks(NextRange&& next, const std::optional<execution_params>& params = std::nullopt);
 
   /// The groups so far as a partial aggregate (EXPORT), copied to the host; the table stays, so
   /// more rows may follow. Runs the remaining blocks first, unless run_blocks() handed them out.
@@ -227,6 +228,7 @@ class aggregation_driver {
     std::uint64_t rows = 0;
     bool hot_table = false;   // ran with the hot-key table
     bool cold_queue = false;  // ran with the cold-row queue
+    bool private_groups = false;  // ran with private groups
   };
   /// The groups planned for, and where the number came from.
   struct group_estimate {
@@ -269,11 +271,12 @@ class aggregation_driver {
 
   // ---- the key sample and the group estimate (driver/group_estimate.hpp) ----
   /// Rows the group estimate's second stage sketches: on the device a strided 1/32 of 2^27 rows
-  /// reads a quarter of the key column's sectors; on the host each strided read is a cache miss
-  /// (about 90 ns), and 2^18 of them on 16 threads stay under a tenth of the transfer of the
-  /// 2^27-row input they precede.
+  /// reads a quarter of the key column's sectors. On the host the strided reads are cache misses
+  /// that must stay a small part of the transfer they precede, but the sample must still repeat
+  /// keys at 2^24 groups of 2^27 rows (2^20 rows: 3% repeated, below estimate.hpp's
+  /// fit_max_distinct_share), or the fit gives way to an extrapolation that can overshoot 8x.
   static constexpr std::uint64_t device_sketch_rows = std::uint64_t{1} << 22;
-  static constexpr std::uint64_t host_sketch_rows = std::uint64_t{1} << 18;
+  static constexpr std::uint64_t host_sketch_rows = std::uint64_t{1} << 20;
   std::vector<bits_type> sample_keys();
   group_estimate estimate_groups(const detail::sample_profile& profile);
   detail::host_sketch sketch_on_device(const std::vector<cl::Buffer>& inputs, bool words, cl_ulong first,

@@ -44,23 +44,28 @@ void aggregation_driver<Bound>::run_remaining(const std::optional<execution_para
 
 template <class Bound>
 template <class NextRange>
-void aggregation_driver<Bound>::run_blocks(NextRange&& next) {
+void aggregation_driver<Bound>::run_blocks(NextRange&& next, const std::optional<execution_params>& params) {
   if (rows_ == 0) return;
+  if (params) require_runnable(*params);
   shared_rows_ = true;
   next_row_ = rows_;  // the rows are handed out; finalize runs none itself
   std::deque<pending_block> in_flight;
-  while (const std::optional<std::pair<std::uint64_t, std::uint64_t>> range = next()) {
+  for (;;) {
+    // A slot frees before the next range is asked for: a driver holds no more blocks than it
+    // can start, so a slow device does not claim rows a free one could take.
+    if (in_flight.size() >= window_) {
+      complete(in_flight.front());
+      in_flight.pop_front();
+    }
+    const std::optional<std::pair<std::uint64_t, std::uint64_t>> range = next();
+    if (!range) break;
     const auto [first, count] = *range;
     if (count == 0) continue;
     if (first + count > rows_ || count > block_rows_) {
       throw invalid_argument_error("run_blocks: rows [" + std::to_string(first) + ", " +
                                    std::to_string(first + count) + ") are not a block of this input");
     }
-    if (in_flight.size() >= window_) {
-      complete(in_flight.front());
-      in_flight.pop_front();
-    }
-    in_flight.push_back(enqueue_rows(planner_->default_params(), first, count));
+    in_flight.push_back(enqueue_rows(params ? *params : planner_->default_params(), first, count));
   }
   while (!in_flight.empty()) {
     complete(in_flight.front());
@@ -135,6 +140,7 @@ auto aggregation_driver<Bound>::enqueue_rows(const execution_params& params, std
   const kernel_variant variant = planner_->variant_for(params);
   pending.hot_table = variant.hot_table;
   pending.cold_queue = variant.cold_queue;
+  pending.private_groups = variant.private_groups;
   cl::Kernel& kernel = aggregate_kernel(variant);
   detail::kernels::aggregate_args<cl::Buffer, bits_type> args;
   args.columns = inputs;
@@ -188,7 +194,8 @@ double aggregation_driver<Bound>::complete(pending_block& block) {
   const double aggregate = detail::event_seconds(block.kernel);
   double partition = 0;
   for (const auto& event : block.partition) partition += detail::event_seconds(event);
-  stats_.blocks.push_back({block.params, block.rows, aggregate, partition, block.hot_table, block.cold_queue});
+  stats_.blocks.push_back({block.params, block.rows, aggregate, partition, block.hot_table, block.cold_queue,
+                            block.private_groups});
   stats_.aggregate_seconds += aggregate;
   stats_.partition_seconds += partition;
   const double seconds = aggregate + partition;

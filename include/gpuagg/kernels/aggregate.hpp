@@ -59,6 +59,47 @@ inline constexpr fixed_string aggregate_common{R"CLC(// One row's values (ACC_LO
 #define GPUAGG_RUN_CACHE_END(FLUSH) \
   if (have_run_) FLUSH(run_key_, run_) \
   if (hot_used_) FLUSH(hot_key, hot_)
+#elif defined(GPUAGG_PRIVATE_GROUPS)
+// Built with -DGPUAGG_PRIVATE_GROUPS (a query whose sample shows at most four keys, TPC-H Q1's
+// case): each work item keeps four groups in private variables, claimed by the first four keys
+// it meets, and writes them to the table once at the end. The table then takes one update per
+// group and work item instead of one per row: with all rows of a work group in a few buckets,
+// the atomics' serialization on those buckets, not the reading of the rows, would bound the
+// query. A fifth key goes to the table as without the build, so more groups than the sample
+// showed cost time, never correctness.
+#define GPUAGG_RUN_CACHE_PARAMS
+#define GPUAGG_RUN_CACHE_BEGIN \
+  uint pn_ = 0; \
+  KEY_T pk0_ = EMPTY_KEY, pk1_ = EMPTY_KEY, pk2_ = EMPTY_KEY, pk3_ = EMPTY_KEY; \
+  ACC_DECLARE(p0_) \
+  ACC_DECLARE(p1_) \
+  ACC_DECLARE(p2_) \
+  ACC_DECLARE(p3_)
+#define GPUAGG_CACHED_ROW(k, P, FLUSH) \
+  if (pn_ > 0u && (k) == pk0_) { \
+    ACC_MERGE_PRIVATE(p0_, P) \
+  } else if (pn_ > 1u && (k) == pk1_) { \
+    ACC_MERGE_PRIVATE(p1_, P) \
+  } else if (pn_ > 2u && (k) == pk2_) { \
+    ACC_MERGE_PRIVATE(p2_, P) \
+  } else if (pn_ > 3u && (k) == pk3_) { \
+    ACC_MERGE_PRIVATE(p3_, P) \
+  } else if (pn_ == 0u) { \
+    pk0_ = (k); ACC_ASSIGN(p0_, P) pn_ = 1u; \
+  } else if (pn_ == 1u) { \
+    pk1_ = (k); ACC_ASSIGN(p1_, P) pn_ = 2u; \
+  } else if (pn_ == 2u) { \
+    pk2_ = (k); ACC_ASSIGN(p2_, P) pn_ = 3u; \
+  } else if (pn_ == 3u) { \
+    pk3_ = (k); ACC_ASSIGN(p3_, P) pn_ = 4u; \
+  } else { \
+    FLUSH(k, P) \
+  }
+#define GPUAGG_RUN_CACHE_END(FLUSH) \
+  if (pn_ > 0u) FLUSH(pk0_, p0_) \
+  if (pn_ > 1u) FLUSH(pk1_, p1_) \
+  if (pn_ > 2u) FLUSH(pk2_, p2_) \
+  if (pn_ > 3u) FLUSH(pk3_, p3_)
 #else
 #define GPUAGG_RUN_CACHE_PARAMS
 #define GPUAGG_RUN_CACHE_BEGIN

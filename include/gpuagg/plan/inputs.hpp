@@ -56,10 +56,12 @@ struct kernel_variant {
   bool run_cache = false;
   bool hot_table = false;
   bool cold_queue = false;
+  bool private_groups = false;  ///< four groups per work item in private variables (never with the three above)
 
-  static constexpr std::size_t count = 24;
+  static constexpr std::size_t count = 48;
   constexpr std::size_t index() const noexcept {
-    return static_cast<std::size_t>(strategy) * 8 + (run_cache ? 1 : 0) + (hot_table ? 2 : 0) + (cold_queue ? 4 : 0);
+    return static_cast<std::size_t>(strategy) * 8 + (run_cache ? 1 : 0) + (hot_table ? 2 : 0) + (cold_queue ? 4 : 0) +
+           (private_groups ? 24 : 0);
   }
 };
 

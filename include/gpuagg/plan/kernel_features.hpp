@@ -1,5 +1,6 @@
 #pragma once
-// What a kernel gets beyond its strategy: the run cache and its hot-key register, SHARED's
+// What a kernel gets beyond its strategy: the run cache and its hot-key register, private
+// groups for a query of at most four groups, SHARED's
 // hot-key table, WORKGROUPLOCAL's cold-row queue and replicated local tables, the global
 // table's probe limit and whether its keys are read through the cache; and which program
 // variant a block runs.
@@ -24,6 +25,12 @@ inline bool query_planner::hot_table(const execution_params& params) const {
   if (shape_.identity_scheme || params.strategy != strategy_kind::shared || hot_.keys == 0) return false;
   if (opts_.hot_table) return *opts_.hot_table;
   return hot_.share >= hot_table_min_share && !run_cache(params);
+}
+
+inline bool query_planner::private_groups(const execution_params& params) const {
+  if (params.strategy == strategy_kind::independent) return false;
+  if (opts_.private_groups) return *opts_.private_groups;
+  return profile_.expected_groups <= private_groups_max && !run_cache(params) && !hot_table(params);
 }
 
 inline bool query_planner::cold_queue(const execution_params& params) const {
@@ -51,6 +58,11 @@ inline kernel_variant query_planner::variant_for(const execution_params& params)
   v.run_cache = run_cache(params) && fits({params.strategy, true});
   v.hot_table = hot_table(params) && fits({params.strategy, v.run_cache, true});
   v.cold_queue = v.run_cache && cold_queue(params) && fits({params.strategy, true, false, true});
+  if (!v.run_cache && !v.hot_table && private_groups(params)) {
+    kernel_variant candidate{params.strategy};
+    candidate.private_groups = true;
+    v.private_groups = fits(candidate);
+  }
   return v;
 }
 

@@ -32,7 +32,7 @@ inline launch_config query_planner::initial_config(strategy_kind strategy) const
   // The keys' shape the sample shows, most telling first: runs of equal keys, one dominant key,
   // frequent keys (the hot-key table's), else shuffled keys.
   const bool runs = profile_.runs_share >= runs_min_share;
-  const bool dominant = profile_.hottest_key_share >= hot_key_threshold;
+  const bool dominant = profile_.hottest_key_share >= dominant_key_share;
   const bool frequent = hot_.share >= hot_table_min_share;
   const bool local = strategy == strategy_kind::workgroup_local;
   launch_config config = runs       ? (local ? r.workgroup_local_runs : r.shared_runs)

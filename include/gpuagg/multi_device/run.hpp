@@ -1,0 +1,253 @@
+#pragma once
+// How a multi-device query runs: one thread per member builds that member's driver (its own
+// key sample, plan and programs) and runs the blocks it takes from the shared queue; the
+// partial aggregates then merge on one member (merge_site.hpp), which finalizes once.
+
+#include <chrono>
+#include <cstdint>
+#include <exception>
+#include <future>
+#include <mutex>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "../column.hpp"
+#include "../error.hpp"
+#include "../options.hpp"
+#include "../result.hpp"
+#include "block_queue.hpp"
+#include "device_set.hpp"
+#include "merge_site.hpp"
+
+namespace gpuagg {
+
+/// One member's part in a multi-device query.
+struct device_share {
+  std::string device;
+  std::uint64_t rows = 0;             ///< rows this member aggregated
+  std::size_t blocks = 0;             ///< blocks it took from the shared queue
+  std::uint64_t block_rows = 0;       ///< its driver's largest block (its plan's)
+  std::uint64_t partial_groups = 0;   ///< groups of the partial it sent (the merging member sends none: 0)
+  double setup_seconds = 0;           ///< its driver's set-up: key sample, plan, programs, buffers
+  double run_seconds = 0;             ///< from its first block to its last block's completion
+  query_stats stats;                  ///< its driver's statistics (the merging member's: after the merge)
+};
+
+/// How a multi-device query ran.
+struct multi_device_stats {
+  std::vector<device_share> devices;  ///< per member, in the set's order
+  std::size_t merge_device = 0;       ///< the member the partials merged on (merge_site.hpp)
+  std::uint64_t merged_entries = 0;   ///< partial groups moved to it
+  double run_seconds = 0;             ///< start to the last member's last block (set-up included)
+  double merge_seconds = 0;           ///< the other members' exports and their absorption
+  double finalize_seconds = 0;        ///< FINALIZE on the merging member, result copied to the host
+  double wall_seconds = 0;
+};
+
+inline std::ostream& operator<<(std::ostream& os, const multi_device_stats& s) {
+  for (std::size_t i = 0; i < s.devices.size(); ++i) {
+    const auto& d = s.devices[i];
+    os << "device " << i << " (" << d.device << "): " << d.rows << " rows in " << d.blocks << " blocks, "
+       << (i == s.merge_device ? std::string("merged here") : "sent " + std::to_string(d.partial_groups) + " groups") << '\n';
+  }
+  os << "run " << s.run_seconds * 1e3 << " ms, merge " << s.merge_seconds * 1e3 << " ms (" << s.merged_entries
+     << " entries), finalize " << s.finalize_seconds * 1e3 << " ms, wall " << s.wall_seconds * 1e3 << " ms";
+  return os;
+}
+
+/// A result with the statistics of the multi-device query that produced it.
+template <class Result>
+struct multi_device_result {
+  Result result;
+  multi_device_stats stats;
+};
+
+namespace detail {
+
+/// For the members that are CPU devices, the caller's host columns count as pinned memory of
+/// that member's context while the query runs: a CPU device reads host memory as it is, and the
+/// staging copy that a GPU's DMA needs would only be a second pass over the same memory bus.
+class cpu_members_read_in_place {
+ public:
+  cpu_members_read_in_place(const device_set& devices, const std::vector<column_data>& columns) {
+    for (std::size_t i = 0; i < devices.size(); ++i) {
+      context& ctx = devices[i];
+      if (ctx.info().architecture != "cpu") continue;
+      for (const auto& c : columns) {
+        const std::uint64_t bytes = std::uint64_t(c.rows) * c.element_size;
+        if (c.host == nullptr || bytes == 0 || ctx.is_pinned(c.host, bytes)) continue;
+        ctx.register_pinned(c.host, bytes);
+        registered_.emplace_back(&ctx, c.host);
+      }
+    }
+  }
+  cpu_members_read_in_place(const cpu_members_read_in_place&) = delete;
+  cpu_members_read_in_place& operator=(const cpu_members_read_in_place&) = delete;
+  ~cpu_members_read_in_place() {
+    for (const auto& [ctx, data] : registered_) ctx->unregister_pinned(data);
+  }
+
+ private:
+  std::vector<std::pair<context*, const void*>> registered_;
+};
+
+/// The first failure of any member; later ones (often consequences) are dropped.
+class first_failure {
+ public:
+  void record(std::exception_ptr failure) {
+    const std::lock_guard lock(mutex_);
+    if (!failure_) failure_ = std::move(failure);
+  }
+  void rethrow_if_any() const {
+    if (failure_) std::rethrow_exception(failure_);
+  }
+
+ private:
+  std::mutex mutex_;
+  std::exception_ptr failure_;
+};
+
+/// Runs one query over `columns` (host input, all of `rows` rows) on every member of `devices`:
+/// `make(options)` builds a member's driver (options::ctx set to the member), `finalize(driver)`
+/// finalizes the merged one. A failure of any member fails the query with that member's error
+/// (the same typed error a single-device query throws), never a partial result.
+template <class MakeDriver, class Finalize>
+auto run_on_devices(const device_set& devices, const std::vector<column_data>& columns, const options& opts,
+                    MakeDriver&& make, Finalize&& finalize) {
+  using clock = std::chrono::steady_clock;
+  const auto started = clock::now();
+  const auto since = [](clock::time_point from) { return std::chrono::duration<double>(clock::now() - from).count(); };
+  if (devices.empty()) throw invalid_argument_error("group_by over a device_set: the set has no device");
+  if (opts.ctx != nullptr) {
+    throw invalid_argument_error("group_by over a device_set: options::ctx names one device; the set names them all");
+  }
+  for (const auto& c : columns) {
+    if (c.on_device()) {
+      throw invalid_argument_error(
+          "group_by over a device_set takes host columns (std::vector, std::span, pinned_array); a device column "
+          "lives in one device's memory");
+    }
+  }
+  const std::uint64_t rows = columns.empty() ? 0 : columns.front().rows;
+  const cpu_members_read_in_place in_place(devices, columns);
+
+  using driver_ptr = decltype(make(opts));
+  const std::size_t n = devices.size();
+  std::vector<driver_ptr> drivers(n);
+  std::vector<device_share> shares(n);
+  block_queue queue(rows, n);
+  first_failure failure;
+  // Members on devices of one model build the same programs: the first builds them (into the
+  // on-disk binary cache, when it is on) while the others wait and then load them, instead of
+  // every member compiling the same source at once on the same host cores.
+  std::vector<std::size_t> leader(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    leader[i] = i;
+    if (!devices[i].binary_cache().enabled()) continue;
+    for (std::size_t j = 0; j < i; ++j) {
+      if (devices[j].info().name == devices[i].info().name &&
+          devices[j].info().platform_name == devices[i].info().platform_name &&
+          devices[j].info().driver_version == devices[i].info().driver_version) {
+        leader[i] = j;
+        break;
+      }
+    }
+  }
+  std::vector<std::promise<void>> set_up(n);
+  std::vector<std::shared_future<void>> set_up_done;
+  for (auto& p : set_up) set_up_done.push_back(p.get_future().share());
+  {
+    std::vector<std::jthread> members;
+    members.reserve(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      members.emplace_back([&, i] {
+        bool announced = false;
+        try {
+          const auto begun = clock::now();
+          if (leader[i] != i) set_up_done[leader[i]].wait();
+          options mine = opts;
+          mine.ctx = &devices[i];
+          drivers[i] = make(mine);
+          set_up[i].set_value();
+          announced = true;
+          auto& driver = *drivers[i];
+          shares[i].setup_seconds = since(begun);
+          std::optional<execution_params> fixed;
+          if (opts.strategy || opts.config) {
+            const auto strategy = opts.strategy.value_or(driver.default_params().strategy);
+            fixed = execution_params{strategy, opts.config.value_or(driver.initial_config(strategy))};
+          }
+          const auto running = clock::now();
+          const std::uint64_t limit = driver.block_rows();
+          driver.run_blocks([&queue, i, limit] { return queue.next(i, limit); }, fixed);
+          shares[i].run_seconds = since(running);
+        } catch (...) {
+          if (!announced) set_up[i].set_value();
+          failure.record(std::current_exception());
+          queue.cancel();  // the others stop taking blocks; the query fails as a whole
+        }
+      });
+    }
+  }
+  failure.rethrow_if_any();
+  if (queue.handed_out() != rows) {
+    throw error("internal error: a multi-device query handed out " + std::to_string(queue.handed_out()) + " of " +
+                std::to_string(rows) + " rows");
+  }
+
+  multi_device_stats stats;
+  stats.run_seconds = since(started);
+  std::vector<std::uint64_t> rows_per_device(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    rows_per_device[i] = queue.rows_of(i);
+    shares[i].device = drivers[i]->device().name;
+    shares[i].rows = rows_per_device[i];
+    shares[i].blocks = queue.blocks_of(i);
+    shares[i].block_rows = drivers[i]->block_rows();
+  }
+  const std::size_t site = merge_site(rows_per_device);
+  stats.merge_device = site;
+
+  // The others' partials come down concurrently (each from its own device), then merge in turn.
+  const auto merging = clock::now();
+  using partial_type = decltype(drivers[site]->export_partial());
+  std::vector<partial_type> partials(n);
+  {
+    std::vector<std::jthread> exports;
+    for (std::size_t i = 0; i < n; ++i) {
+      if (i == site) continue;
+      exports.emplace_back([&, i] {
+        try {
+          partials[i] = drivers[i]->export_partial();
+        } catch (...) {
+          failure.record(std::current_exception());
+        }
+      });
+    }
+  }
+  failure.rethrow_if_any();
+  for (std::size_t i = 0; i < n; ++i) {
+    if (i == site) continue;
+    shares[i].partial_groups = partials[i].size();
+    stats.merged_entries += partials[i].size();
+    drivers[site]->absorb(partials[i]);
+    partials[i] = partial_type{};
+  }
+  stats.merge_seconds = since(merging);
+
+  const auto finalizing = clock::now();
+  auto result = finalize(*drivers[site]);
+  stats.finalize_seconds = since(finalizing);
+  for (std::size_t i = 0; i < n; ++i) shares[i].stats = drivers[i]->stats();
+  shares[site].stats = result.stats;
+  stats.devices = std::move(shares);
+  stats.wall_seconds = since(started);
+  return multi_device_result<decltype(result)>{std::move(result), std::move(stats)};
+}
+
+}  // namespace detail
+}  // namespace gpuagg

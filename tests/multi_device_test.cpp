@@ -1,0 +1,339 @@
+// Several OpenCL devices in one query (multi_device.hpp): exact against the CPU reference on
+// every distribution, around block boundaries, with wrong hints, every aggregate, composite and
+// narrow keys, both schemes; the same typed errors as one device; a device failing mid-query
+// fails the query; a slow device takes fewer blocks. CTest runs this with
+// POCL_DEVICES="pthread pthread" (two PoCL devices); with one device, the set names it twice.
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+#include <gpuagg/multi_device.hpp>
+
+#include "support.hpp"
+
+using namespace gpuagg;
+using namespace gpuagg_test;
+
+namespace {
+
+const auto all_kinds = select(sum(col<0>), count(), min(col<0>), max(col<0>), avg(col<0>));
+
+template <class Key>
+using all_kinds_bound = bound_query<single_key<Key>, std::remove_const_t<decltype(all_kinds)>, std::int64_t>;
+
+/// Two members: devices 0 and 1 where there are two, else device 0 twice.
+const device_set& two_devices() {
+  static const device_set set = [] {
+    const bool two = detail::all_devices().size() >= 2;
+    MESSAGE("members: " << (two ? "devices 0 and 1" : "device 0 twice (one device here)"));
+    return device_set::from_selectors({"0", two ? "1" : "0"});
+  }();
+  return set;
+}
+
+/// 64 KiB blocks: 8 Ki rows of int64 values, so small inputs span many blocks.
+options small_blocks() {
+  options opts;
+  opts.block_bytes = 64 << 10;
+  return opts;
+}
+
+template <class R>
+void check_stats(const multi_device_stats& stats, std::uint64_t rows, const R& r) {
+  std::uint64_t total = 0;
+  std::size_t blocks = 0;
+  for (const auto& d : stats.devices) {
+    total += d.rows;
+    blocks += d.blocks;
+    CHECK(d.blocks * d.block_rows >= d.rows);  // no block above the driver's size
+  }
+  CHECK(total == rows);
+  if (rows > 0) CHECK(blocks >= 1);
+  CHECK(stats.merge_device < stats.devices.size());
+  CHECK(stats.devices[stats.merge_device].rows == std::max_element(stats.devices.begin(), stats.devices.end(),
+                                                                   [](const auto& a, const auto& b) {
+                                                                     return a.rows < b.rows;
+                                                                   })->rows);
+  CHECK(r.stats.groups == r.size());
+}
+
+/// A driver that fails or slows down on request (the factory run_on_devices takes is the seam).
+template <class Real>
+struct faulty_driver {
+  std::unique_ptr<Real> real;
+  std::size_t fail_at_block = std::size_t(-1);  ///< throws when asking for this block (0-based)
+  std::chrono::milliseconds delay{0};           ///< sleeps this long before each block
+  std::size_t asked = 0;
+
+  std::size_t block_rows() const { return real->block_rows(); }
+  execution_params default_params() const { return real->default_params(); }
+  launch_config initial_config(strategy_kind s) const { return real->initial_config(s); }
+  const device_info& device() const { return real->device(); }
+  const query_stats& stats() const { return real->stats(); }
+  auto export_partial() { return real->export_partial(); }
+  template <class Partial>
+  void absorb(const Partial& p) { real->absorb(p); }
+  template <class Next>
+  void run_blocks(Next&& next, const std::optional<execution_params>& params) {
+    real->run_blocks(
+        [&] {
+          if (asked++ == fail_at_block) throw opencl_error(-5, "CL_OUT_OF_RESOURCES", "an injected device failure");
+          std::this_thread::sleep_for(delay);
+          return next();
+        },
+        params);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("a block's rows: the driver's own until rates are known, then shrinking with the rows left") {
+  using detail::next_block_rows;
+  const std::uint64_t limit = std::uint64_t{1} << 22;
+  CHECK(next_block_rows(limit, std::uint64_t{1} << 27, 0) == limit);      // no rate yet
+  CHECK(next_block_rows(limit, 100, 0) == 100);                           // never past the end
+  CHECK(next_block_rows(limit, std::uint64_t{1} << 27, 0.5) == limit);    // far from the end
+  // Near the end: half of the device's share of what is left, not below the floor.
+  CHECK(next_block_rows(limit, std::uint64_t{1} << 22, 0.9) == std::uint64_t(0.45 * double(1 << 22)));
+  CHECK(next_block_rows(limit, std::uint64_t{1} << 22, 0.01) == detail::min_shared_block_rows);
+  CHECK(next_block_rows(1000, std::uint64_t{1} << 22, 0.01) == 1000);     // a floor above the limit is the limit
+  CHECK(next_block_rows(limit, 7, 0.01) == 7);
+}
+
+TEST_CASE("the partials merge on the member that aggregated the most rows") {
+  CHECK(detail::merge_site({10, 30, 20}) == 1);
+  CHECK(detail::merge_site({5, 5}) == 0);
+  CHECK(detail::merge_site({0}) == 0);
+}
+
+// Key types: 32-bit words here, 64-bit ones in the composite keys below; the partials carry table
+// words whatever the key type (every query shape costs PoCL a JIT build per device).
+TEST_CASE_TEMPLATE("exact on every distribution and around block boundaries", Key, std::uint32_t) {
+  const auto seed = fresh_seed();
+  CAPTURE(seed);
+  std::mt19937_64 rng(seed);
+  const auto& devices = two_devices();
+  const options opts = small_blocks();
+  const std::size_t block = (64 << 10) / sizeof(std::int64_t);
+  const auto dictionary = key_dictionary<Key>(3000, rng);
+  for (const auto d : {distribution::uniform, distribution::zipf, distribution::heavy_hitter,
+                       distribution::sorted_runs}) {
+    CAPTURE(name(d));
+    for (const std::size_t rows : {std::size_t{0}, std::size_t{1}, block - 1, block, block + 1, 9 * block + 3}) {
+      CAPTURE(rows);
+      const auto keys = draw_keys(dictionary, rows, d, rng);
+      const auto vals = random_values<std::int64_t>(rows, rng);
+      const auto r = group_by(devices, keys, vals, all_kinds, opts);
+      check_equal(r.result, reference_group_by<all_kinds_bound<Key>>(std::span<const Key>(keys),
+                                                                     std::span<const std::int64_t>(vals)));
+      check_stats(r.stats, rows, r.result);
+      for (const auto& share : r.stats.devices) CHECK(share.block_rows == block);
+    }
+  }
+}
+
+TEST_CASE("wrong group hints cost time, never groups") {
+  const auto seed = fresh_seed();
+  CAPTURE(seed);
+  std::mt19937_64 rng(seed);
+  const auto dictionary = key_dictionary<std::uint32_t>(20'000, rng);
+  const auto keys = draw_keys(dictionary, 120'000, distribution::uniform, rng);
+  const auto vals = random_values<std::int64_t>(keys.size(), rng);
+  const auto expected = reference_group_by<all_kinds_bound<std::uint32_t>>(std::span<const std::uint32_t>(keys),
+                                                                          std::span<const std::int64_t>(vals));
+  for (const std::uint64_t hint : {std::uint64_t{1}, std::uint64_t{1} << 20}) {
+    CAPTURE(hint);
+    options opts = small_blocks();
+    opts.expected_groups = hint;
+    const auto r = group_by(two_devices(), keys, vals, all_kinds, opts);
+    check_equal(r.result, expected);
+    check_stats(r.stats, keys.size(), r.result);
+  }
+}
+
+TEST_CASE("a set of one device gives the single-device result") {
+  const auto seed = fresh_seed();
+  CAPTURE(seed);
+  std::mt19937_64 rng(seed);
+  const auto dictionary = key_dictionary<std::uint32_t>(5000, rng);
+  const auto keys = draw_keys(dictionary, 100'000, distribution::uniform, rng);
+  const auto vals = random_values<std::int64_t>(keys.size(), rng);
+  const device_set one(std::vector<context*>{&ctx()});
+  auto multi = group_by(one, keys, vals, all_kinds, small_blocks()).result;
+  auto single = group_by(keys, vals, all_kinds, small_blocks());
+  sort_by_key(single);
+  check_equal(multi, single);
+  check_equal(multi, reference_group_by<all_kinds_bound<std::uint32_t>>(std::span<const std::uint32_t>(keys),
+                                                                      std::span<const std::int64_t>(vals)));
+}
+
+TEST_CASE("composite and narrow keys, both schemes, a fixed strategy") {
+  const auto seed = fresh_seed();
+  CAPTURE(seed);
+  std::mt19937_64 rng(seed);
+  const auto& devices = two_devices();
+  const std::size_t rows = 60'000;
+  SUBCASE("composite keys (uint16, int32), murmur3 and quadratic probing") {
+    std::vector<std::uint16_t> ka(rows);
+    std::vector<std::int32_t> kb(rows);
+    std::vector<std::tuple<std::uint16_t, std::int32_t>> tuples(rows);
+    for (std::size_t i = 0; i < rows; ++i) {
+      ka[i] = static_cast<std::uint16_t>(rng() % 3 == 0 ? 0xFFFF : rng() % 50);
+      kb[i] = static_cast<std::int32_t>(rng() % 3 == 0 ? -1 : static_cast<std::int32_t>(rng() % 40) - 20);
+      tuples[i] = {ka[i], kb[i]};
+    }
+    const auto v = random_values<std::int64_t>(rows, rng);
+    const auto q = select<hashing<murmur3_finalizer, quadratic_probing>>(sum(col<0>), count(), min(col<0>),
+                                                                         max(col<0>), avg(col<0>));
+    using bound = bound_query<packed_key<std::uint16_t, std::int32_t>, std::remove_const_t<decltype(q)>, std::int64_t>;
+    const auto r = group_by(devices, keys(ka, kb), v, q, small_blocks());
+    const auto expected = reference_group_by<bound>(std::span<const std::tuple<std::uint16_t, std::int32_t>>(tuples),
+                                                    std::span<const std::int64_t>(v));
+    auto got = r.result;
+    sort_by_key(got);
+    REQUIRE(got.size() == expected.size());
+    for (std::size_t i = 0; i < expected.size(); ++i) {
+      REQUIRE(got.keys[i] == expected.keys[i]);
+      REQUIRE(std::get<0>(got.columns)[i] == std::get<0>(expected.columns)[i]);
+      REQUIRE(std::get<1>(got.columns)[i] == std::get<1>(expected.columns)[i]);
+      REQUIRE(std::get<2>(got.columns)[i] == std::get<2>(expected.columns)[i]);
+      REQUIRE(std::get<3>(got.columns)[i] == std::get<3>(expected.columns)[i]);
+      REQUIRE(same_value(std::get<4>(got.columns)[i], std::get<4>(expected.columns)[i]));
+    }
+  }
+  SUBCASE("int16 keys, direct addressing, a fixed strategy for every device") {
+    const auto keys = draw_keys(key_dictionary<std::int16_t>(400, rng, false, -300, 299), rows,
+                                distribution::heavy_hitter, rng);
+    const auto v = random_values<std::int32_t>(rows, rng);
+    const auto q = select<direct_addressing>(sum(col<0>), count(), max(col<0>));
+    using bound = bound_query<single_key<std::int16_t>, std::remove_const_t<decltype(q)>, std::int32_t>;
+    options opts = small_blocks();
+    opts.domain = {-300, 299};
+    for (const auto strategy : {strategy_kind::independent}) {
+      CAPTURE(strategy);
+      opts.strategy = strategy;
+      const auto r = group_by(devices, keys, v, q, opts);
+      check_equal(r.result, reference_group_by<bound>(std::span<const std::int16_t>(keys),
+                                                      std::span<const std::int32_t>(v)));
+      for (const auto& share : r.stats.devices) {
+        for (const auto& b : share.stats.blocks) CHECK(b.params.strategy == strategy);
+      }
+    }
+  }
+}
+
+TEST_CASE("the same typed errors as one device") {
+  const auto& devices = two_devices();
+  const std::vector<std::uint32_t> keys{1, 2, 3, 4};
+  const std::vector<std::int64_t> vals{1, 2, 3};
+  CHECK_THROWS_AS(group_by(devices, keys, vals, all_kinds), invalid_argument_error);  // lengths differ
+  const std::vector<std::int64_t> four{1, 2, 3, 4};
+  // The direct-addressing query of the test above (one JIT build less on PoCL).
+  const std::vector<std::int16_t> small_keys{1, 2, 3, 4};
+  const std::vector<std::int32_t> small_vals{1, 2, 3, 4};
+  const auto dense = select<direct_addressing>(sum(col<0>), count(), max(col<0>));
+  options domain;
+  domain.domain = {0, 2};  // key 3 and 4 lie outside
+  CHECK_THROWS_AS(group_by(devices, small_keys, small_vals, dense, domain), key_out_of_domain_error);
+  domain.domain = {0, 70'000};  // not an int16 domain
+  CHECK_THROWS_AS(group_by(devices, small_keys, small_vals, dense, domain), invalid_argument_error);
+  options with_ctx;
+  with_ctx.ctx = &ctx();
+  CHECK_THROWS_AS(group_by(devices, keys, four, all_kinds, with_ctx), invalid_argument_error);
+  CHECK_THROWS_AS(group_by(device_set{}, keys, four, all_kinds), invalid_argument_error);
+  CHECK_THROWS_AS(device_set::from_selectors({"0", "no such device anywhere"}), no_device_error);
+  CHECK_THROWS_AS(device_set::from_list("0,99999"), no_device_error);
+  // Device columns live in one context: not input of a set.
+  const cl::Buffer kb = ctx().buffer(4 * sizeof(std::uint32_t), "keys");
+  const cl::Buffer vb = ctx().buffer(4 * sizeof(std::int64_t), "values");
+  CHECK_THROWS_AS(group_by(devices, device_column<std::uint32_t>(kb, 4), device_column<std::int64_t>(vb, 4), all_kinds),
+                  invalid_argument_error);
+}
+
+TEST_CASE("a device that fails mid-query fails the query, with its typed error, and nothing breaks") {
+  const auto seed = fresh_seed();
+  CAPTURE(seed);
+  std::mt19937_64 rng(seed);
+  const auto keys = draw_keys(key_dictionary<std::uint32_t>(2000, rng), 200'000, distribution::uniform, rng);
+  const auto vals = random_values<std::int64_t>(keys.size(), rng);
+  using real = std::remove_reference_t<decltype(*make_driver(keys, vals, all_kinds))>;
+  const auto& devices = two_devices();
+  const auto run = [&](std::size_t failing_member, std::size_t fail_at, bool fail_in_setup) {
+    return detail::run_on_devices(
+        devices, detail::column_list(keys, detail::as_value_tuple(vals)), small_blocks(),
+        [&](const options& mine) {
+          auto d = std::make_unique<faulty_driver<real>>();
+          const bool failing = mine.ctx == &devices[failing_member];
+          if (failing && fail_in_setup) throw out_of_memory_error(1, 0, "an injected set-up failure");
+          d->real = make_driver(keys, vals, all_kinds, mine);
+          if (failing) d->fail_at_block = fail_at;
+          return d;
+        },
+        [](auto& d) {
+          return d.real->template finalize_to_host<std::int64_t, std::uint64_t, std::int64_t, std::int64_t, double>();
+        });
+  };
+  for (const std::size_t failing : {std::size_t{0}, std::size_t{1}}) {
+    CAPTURE(failing);
+    CHECK_THROWS_AS(run(failing, 3, false), opencl_error);
+    CHECK_THROWS_AS(run(failing, 0, false), opencl_error);
+    CHECK_THROWS_AS(run(failing, 0, true), out_of_memory_error);
+  }
+  // The seam itself returns exact results when nothing fails, and the contexts still work.
+  const auto r = run(0, std::size_t(-1), false);
+  check_equal(r.result, reference_group_by<all_kinds_bound<std::uint32_t>>(std::span<const std::uint32_t>(keys),
+                                                                          std::span<const std::int64_t>(vals)));
+}
+
+TEST_CASE("a slow device takes fewer blocks; the result stays exact") {
+  const auto seed = fresh_seed();
+  CAPTURE(seed);
+  std::mt19937_64 rng(seed);
+  const auto keys = draw_keys(key_dictionary<std::uint32_t>(1000, rng), 400'000, distribution::uniform, rng);
+  const auto vals = random_values<std::int64_t>(keys.size(), rng);
+  using real = std::remove_reference_t<decltype(*make_driver(keys, vals, all_kinds))>;
+  const auto& devices = two_devices();
+  for (const std::size_t slow : {std::size_t{0}, std::size_t{1}}) {
+    CAPTURE(slow);
+    const auto r = detail::run_on_devices(
+        devices, detail::column_list(keys, detail::as_value_tuple(vals)), small_blocks(),
+        [&](const options& mine) {
+          auto d = std::make_unique<faulty_driver<real>>();
+          d->real = make_driver(keys, vals, all_kinds, mine);
+          if (mine.ctx == &devices[slow]) d->delay = std::chrono::milliseconds(25);
+          return d;
+        },
+        [](auto& d) {
+          return d.real->template finalize_to_host<std::int64_t, std::uint64_t, std::int64_t, std::int64_t, double>();
+        });
+    check_equal(r.result, reference_group_by<all_kinds_bound<std::uint32_t>>(std::span<const std::uint32_t>(keys),
+                                                                            std::span<const std::int64_t>(vals)));
+    check_stats(r.stats, keys.size(), r.result);
+    const auto& fast_share = r.stats.devices[1 - slow];
+    const auto& slow_share = r.stats.devices[slow];
+    MESSAGE("slow member: " << slow_share.blocks << " blocks, the other " << fast_share.blocks);
+    CHECK(slow_share.rows < fast_share.rows);
+    CHECK(r.stats.merge_device == 1 - slow);
+  }
+}
+
+TEST_CASE("sub-devices of one device as the members") {
+  const auto seed = fresh_seed();
+  CAPTURE(seed);
+  std::mt19937_64 rng(seed);
+  std::optional<device_set> halves;
+  try {
+    halves = device_set::partition_equally("0", 2);
+  } catch (const unsupported_error& e) {
+    MESSAGE("skipped: " << e.what());
+    return;
+  }
+  REQUIRE(halves->size() == 2);
+  const auto keys = draw_keys(key_dictionary<std::uint32_t>(4000, rng), 100'000, distribution::sorted_runs, rng);
+  const auto vals = random_values<std::int64_t>(keys.size(), rng);
+  const auto r = group_by(*halves, keys, vals, all_kinds, small_blocks());
+  check_equal(r.result, reference_group_by<all_kinds_bound<std::uint32_t>>(std::span<const std::uint32_t>(keys),
+                                                                         std::span<const std::int64_t>(vals)));
+  check_stats(r.stats, keys.size(), r.result);
+  CHECK_THROWS_AS(device_set::partition_equally("0", 4096), unsupported_error);
+}
