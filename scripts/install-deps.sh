@@ -9,6 +9,8 @@ packages=(
   libboost-dev                       # Boost.Compute (baselines, device vectors in tests)
   doctest-dev                        # tests
   libcli11-dev nlohmann-json3-dev    # benchmark CLI, tuner cache
+  libopenmpi-dev openmpi-bin         # gpuagg/mpi.hpp and its tests under mpirun (optional: without
+                                     # them the rest builds and mpi_test is not registered)
   clinfo
 )
 missing=()
