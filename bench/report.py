@@ -51,6 +51,8 @@ FILES = {
     "composite.csv": ("the default call with two uint32 key columns, keys(a, b)", "composite", "column"),
     "tpch.csv": ("TPC-H Q1 (tpch_q1_bench) at SF 10 and SF 100, device, pinned and pageable input", "tpch", "column"),
     "tpch_pyarrow.csv": ("TPC-H Q1 in pyarrow on the host's cores over the same columns", "tpch", "column"),
+    "multi_device.csv": ("the GPU and the CPU (PoCL) alone and together on host input (multi_device_bench)",
+                         "none: bench/multi_device_bench, docs/multi_device.md", "column"),
     "profile_kernels.csv": ("Nsight Compute counters of the CUDA twin and of PyTorch's kernels", "profile",
                             "column (twin rows)"),
 }
@@ -413,6 +415,32 @@ def table_tpch_pyarrow(run):
         by[(int(r["scale"]), r["device"])].append(float(r["wall_ms"]))
     return table(["SF", "pyarrow on", "wall ms, median", "wall ms, best"],
                  [[str(sf), t, fmt(median(v)), fmt(min(v))] for (sf, t), v in sorted(by.items())])
+
+
+def table_multi_device(res):
+    rows = res.rows("multi_device.csv")
+    if not rows:
+        return None
+    by = defaultdict(dict)
+    for r in rows:
+        kind = "both" if " + " in r["device_set"] else r["device_set"]
+        by[(r["input"], int(r["groups"]))][kind] = r
+    out = []
+    for (input_, groups), d in sorted(by.items(), key=lambda kv: (kv[0][0] != "pinned", kv[0][1])):
+        both = d.get("both")
+        singles = [r for k, r in d.items() if k != "both"]
+        if not both or not singles:
+            continue
+        best = min(singles, key=lambda r: float(r["wall_median_ms"]))
+        rest = sorted((r for r in singles if r is not best), key=lambda r: float(r["wall_median_ms"]))
+        per = [int(x) for x in both["rows_per_device"].split(";")]
+        out.append([input_, f"2^{lg(groups)}", f"{fmt(float(best['wall_median_ms']))} ({best['device_set']})",
+                    ", ".join(f"{fmt(float(r['wall_median_ms']))}" for r in rest),
+                    fmt(float(both["wall_median_ms"])),
+                    f"{float(best['wall_median_ms']) / float(both['wall_median_ms']):.2f}x",
+                    " / ".join(f"{100 * p / sum(per):.1f}%" for p in per)])
+    return table(["input", "groups", "best single device, ms", "other device, ms", "together, ms",
+                  "together vs best single", "rows per device"], out)
 
 
 def table_targets(run):
@@ -885,6 +913,7 @@ def make_tables(res):
         "skew": lambda: table_inputs(run, ["device"], ["zipf", "heavy", "sorted"], False),
         "host": lambda: table_inputs(run, ["pinned", "pageable"], ["uniform"], True),
         "composite": lambda: table_composite(run),
+        "multi-device": lambda: table_multi_device(res),
         "tpch": lambda: table_tpch(run),
         "tpch-pyarrow": lambda: table_tpch_pyarrow(run),
         "targets-summary": lambda: table_targets_summary(run),
