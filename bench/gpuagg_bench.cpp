@@ -560,7 +560,7 @@ class bench {
       for (const auto strategy : all_strategies) initial.push_back({strategy, driver->initial_config(strategy)});
       const tuning_report report =
           cached ? tuner<>(space, tuning_cache{s_.tuned_cache}).run(*driver, initial, detail::tuning_key_for(*driver))
-                 : tuner<tuner_params{.use_cache = false}>(space).run(*driver, initial);
+                 : tuner<tuner_params{.cache = {.use_cache = false}}>(space).run(*driver, initial);
       auto on_device = driver->template finalize_on_device<sum_type>();
       const bool verified = on_device.size() == data_.expected_groups &&
                             device_checksum<Key, sum_type>(ctx_, on_device.keys, on_device.template column<0>(),
@@ -678,6 +678,19 @@ int run_types(const settings& s) {
   std::cerr << "gpuagg_bench: " << info.name << " (" << info.platform_name << ", driver " << info.driver_version
             << "), " << info.compute_units << " compute units, global-memory cache "
             << info.global_cache_bytes / 1024 << " KiB\n";
+  {
+    // Each strategy's AGGREGATE kernel's work-group limit on this device: the largest
+    // work_group_size an explicit options::config may ask for (a larger one is a typed error).
+    const cl::Buffer key_probe = ctx.buffer(sizeof(Key), "the kernel-limit probe's key");
+    const cl::Buffer value_probe = ctx.buffer(sizeof(Value), "the kernel-limit probe's value");
+    auto probe = make_driver(device_column<Key>(key_probe, 1), device_column<Value>(value_probe, 1),
+                             select(sum(col<0>)));
+    std::cerr << "gpuagg_bench: AGGREGATE's work-group limit:";
+    for (const auto strategy : {strategy_kind::shared, strategy_kind::independent, strategy_kind::workgroup_local}) {
+      std::cerr << ' ' << to_string(strategy) << ' ' << probe->max_work_group_size(strategy);
+    }
+    std::cerr << '\n';
+  }
   output out;
   out.info = &info;
   out.s = &s;

@@ -475,17 +475,17 @@ void write_results(std::ostream& out, const std::vector<case_result>& results, b
 /// default tuner. No cache: every case is a cold start.
 constexpr tuner_params paper_strict = [] {
   tuner_params p = gpuagg::strict_gradient_params;
-  p.use_cache = false;
+  p.cache.use_cache = false;
   return p;
 }();
 constexpr tuner_params paper_plateau = [] {
   tuner_params p = gpuagg::paper_params;
-  p.use_cache = false;
+  p.cache.use_cache = false;
   return p;
 }();
 constexpr tuner_params default_tuner = [] {
   tuner_params p{};
-  p.use_cache = false;
+  p.cache.use_cache = false;
   return p;
 }();
 
@@ -515,22 +515,22 @@ tuner_params parse_variant(const std::string& spec, std::map<strategy_kind, gpua
       else if (value == "strict") params = gpuagg::strict_gradient_params;
       else if (value == "default") params = tuner_params{};
       else throw std::invalid_argument("base must be paper, strict or default");
-    } else if (key == "s") params.similarity = number();
-    else if (key == "p") params.prune = number();
-    else if (key == "v_max") params.max_variation = number();
-    else if (key == "b_max") params.max_blocks = static_cast<unsigned>(number());
-    else if (key == "window") params.initial_blocks = static_cast<unsigned>(number());
-    else if (key == "diagonal") params.diagonal_neighbours = flag();
-    else if (key == "stride") params.coarse_stride = static_cast<unsigned>(number());
-    else if (key == "noise") params.noise_similarity = number();
-    else if (key == "reject") params.early_rejection = number();
-    else if (key == "reject_blocks") params.rejection_blocks = static_cast<unsigned>(number());
-    else if (key == "paired") params.paired_rejection = number();
-    else if (key == "first_block") params.first_block_rejection = number();
-    else if (key == "quiet_window") params.quiet_window = static_cast<unsigned>(number());
-    else if (key == "quiet_noise") params.quiet_noise = number();
-    else if (key == "scan") params.scan_stride = static_cast<unsigned>(number());
-    else if (key == "restart") params.restart_unpruned = number() != 0.0;
+    } else if (key == "s") params.search.similarity = number();
+    else if (key == "p") params.search.prune = number();
+    else if (key == "v_max") params.measurement.max_variation = number();
+    else if (key == "b_max") params.measurement.max_blocks = static_cast<unsigned>(number());
+    else if (key == "window") params.measurement.initial_blocks = static_cast<unsigned>(number());
+    else if (key == "diagonal") params.search.diagonal_neighbours = flag();
+    else if (key == "stride") params.search.coarse_stride = static_cast<unsigned>(number());
+    else if (key == "noise") params.search.noise_similarity = number();
+    else if (key == "reject") params.measurement.early_rejection = number();
+    else if (key == "reject_blocks") params.measurement.rejection_blocks = static_cast<unsigned>(number());
+    else if (key == "paired") params.measurement.paired_rejection = number();
+    else if (key == "first_block") params.measurement.first_block_rejection = number();
+    else if (key == "quiet_window") params.measurement.quiet_window = static_cast<unsigned>(number());
+    else if (key == "quiet_noise") params.measurement.quiet_noise = number();
+    else if (key == "scan") params.search.scan_stride = static_cast<unsigned>(number());
+    else if (key == "restart") params.search.restart_unpruned = number() != 0.0;
     else if (key.starts_with("start_") && starts) {
       const auto strategy = gpuagg::detail::parse_strategy(key.substr(6));
       const auto x = value.find('x');
@@ -540,7 +540,7 @@ tuner_params parse_variant(const std::string& spec, std::map<strategy_kind, gpua
     }
     else throw std::invalid_argument("unknown key '" + key + "'");
   }
-  params.use_cache = false;
+  params.cache.use_cache = false;
   if (!params.valid()) throw std::invalid_argument("'" + spec + "' gives invalid parameters");
   return params;
 }
@@ -606,7 +606,7 @@ scenario_results replay_all(const std::vector<const recorded_space*>& spaces, co
 
 /// The default tuner over each strategy's group counts in increasing order (each case its own
 /// query shape, so each a cache miss) with one cache: from the second group count on, a search
-/// starts from the winner stored for the group count before (tuner_params::neighbour_entry_distance).
+/// starts from the winner stored for the group count before (tuner_params::cache_params::neighbour_entry_distance).
 std::vector<case_result> replay_neighbour_entries(const std::vector<const recorded_space*>& spaces,
                                                   const gpuagg::search_space& bounds, const replay_options& options,
                                                   const std::filesystem::path& file) {
@@ -1019,7 +1019,7 @@ int main(int argc, char** argv) {
   if (!variants.empty()) print_variants(variants, cases, data.bounds, options, breakdown && !variant_specs.empty());
 
   std::printf("\nwith a cache filled by the neighbouring group counts (each strategy's group counts in increasing "
-              "order; tuner_params::neighbour_entry_distance):\n");
+              "order; tuner_params::cache_params::neighbour_entry_distance):\n");
   print_summary_header();
   for (const auto& [name, list] : {std::pair{"per case", &neighbour_cases}, std::pair{"all at once", &neighbour_groups}}) {
     const std::string label = std::string("default, ") + name;

@@ -41,7 +41,7 @@ auto reference(const input& in) {
 }
 
 // A small search space keeps PoCL from compiling a work-group function for every size.
-constexpr tuner_params quick{.max_blocks = 4};
+constexpr tuner_params quick{.measurement = {.max_blocks = 4}};
 
 }  // namespace
 

@@ -93,7 +93,7 @@ bool always(const execution_params&) { return true; }
 /// Algorithm 1 exactly (every extension off) with another pruning factor.
 constexpr tuner_params paper_with_prune(double prune) {
   tuner_params params = gpuagg::paper_params;
-  params.prune = prune;
+  params.search.prune = prune;
   return params;
 }
 
@@ -203,61 +203,61 @@ bool contains_text(const std::vector<std::string>& lines, std::string_view needl
 TEST_CASE("tuner_params is a literal type usable as a non-type template parameter") {
   // Table 1's values; the defaults add the refined search's extensions.
   constexpr tuner_params defaults{};
-  static_assert(defaults.similarity == 0.06 && defaults.prune == 1.07);
-  static_assert(defaults.max_variation == 0.019 && defaults.max_blocks == 10 && defaults.initial_blocks == 3);
+  static_assert(defaults.search.similarity == 0.06 && defaults.search.prune == 1.07);
+  static_assert(defaults.measurement.max_variation == 0.019 && defaults.measurement.max_blocks == 10 && defaults.measurement.initial_blocks == 3);
   static_assert(defaults.valid());
   static_assert(gpuagg::refined_params == defaults && !defaults.is_paper_algorithm());
-  static_assert(defaults.diagonal_neighbours && defaults.coarse_stride == 4 && defaults.early_rejection == 1.05);
-  static_assert(defaults.paired_rejection == 1.01 && defaults.first_block_rejection == 2.0 &&
-                defaults.quiet_window == 2 && defaults.quiet_noise == 0.005);
+  static_assert(defaults.search.diagonal_neighbours && defaults.search.coarse_stride == 4 && defaults.measurement.early_rejection == 1.05);
+  static_assert(defaults.measurement.paired_rejection == 1.01 && defaults.measurement.first_block_rejection == 2.0 &&
+                defaults.measurement.quiet_window == 2 && defaults.measurement.quiet_noise == 0.005);
 
   // The paper's presets: Table 1's two rows, every extension off.
   constexpr tuner_params paper = gpuagg::paper_params;
-  static_assert(paper.similarity == 0.06 && paper.prune == 1.07 && paper.max_variation == 0.019 &&
-                paper.max_blocks == 10 && paper.initial_blocks == 3);
+  static_assert(paper.search.similarity == 0.06 && paper.search.prune == 1.07 && paper.measurement.max_variation == 0.019 &&
+                paper.measurement.max_blocks == 10 && paper.measurement.initial_blocks == 3);
   static_assert(paper.valid() && paper.is_paper_algorithm());
   static_assert(gpuagg::plateau_params == paper);
-  static_assert(gpuagg::strict_gradient_params.similarity == 0.0 && gpuagg::strict_gradient_params.valid());
+  static_assert(gpuagg::strict_gradient_params.search.similarity == 0.0 && gpuagg::strict_gradient_params.valid());
   static_assert(gpuagg::strict_gradient_params.is_paper_algorithm());
 
   static_assert(tuner<>::params == defaults);
-  static_assert(tuner<tuner_params{.similarity = 0.0}>::params.similarity == 0.0);
-  static_assert(tuner<tuner_params{.prune = 1.5, .max_blocks = 5}>::params.max_blocks == 5);
+  static_assert(tuner<tuner_params{.search = {.similarity = 0.0}}>::params.search.similarity == 0.0);
+  static_assert(tuner<tuner_params{.measurement = {.max_blocks = 5}, .search = {.prune = 1.5}}>::params.measurement.max_blocks == 5);
   static_assert(std::is_same_v<tuner<gpuagg::strict_gradient_params>,
-                               tuner<tuner_params{.similarity = 0.0,
-                                                  .diagonal_neighbours = false,
-                                                  .coarse_stride = 2,
-                                                  .noise_similarity = 0.0,
-                                                  .early_rejection = 0.0,
-                                                  .neighbour_entry_distance = 0,
-                                                  .paired_rejection = 0.0,
-                                                  .first_block_rejection = 0.0,
-                                                  .quiet_window = 0,
-                                                  .scan_stride = 0,
-                                                  .restart_unpruned = false}>>);
+                               tuner<tuner_params{.measurement = {.quiet_window = 0,
+                                                                  .early_rejection = 0.0,
+                                                                  .paired_rejection = 0.0,
+                                                                  .first_block_rejection = 0.0},
+                                                  .search = {.similarity = 0.0,
+                                                             .noise_similarity = 0.0,
+                                                             .diagonal_neighbours = false,
+                                                             .coarse_stride = 2,
+                                                             .scan_stride = 0,
+                                                             .restart_unpruned = false},
+                                                  .cache = {.neighbour_entry_distance = 0}}>>);
   static_assert(!std::is_same_v<tuner<>, tuner<gpuagg::strict_gradient_params>>);
   static_assert(!std::is_same_v<tuner<>, tuner<gpuagg::paper_params>>);
 
   // What the tuner's static_asserts reject.
-  static_assert(!tuner_params{.prune = 1.0}.valid());
-  static_assert(!tuner_params{.similarity = -0.1}.valid());
-  static_assert(!tuner_params{.max_blocks = 2}.valid());
-  static_assert(!tuner_params{.initial_blocks = 0}.valid());
-  static_assert(!tuner_params{.coarse_stride = 3}.valid());
-  static_assert(!tuner_params{.coarse_stride = 1}.valid());
-  static_assert(!tuner_params{.early_rejection = 0.5}.valid());
-  static_assert(!tuner_params{.rejection_blocks = 0}.valid());
-  static_assert(!tuner_params{.paired_rejection = 0.99}.valid());
-  static_assert(!tuner_params{.scan_stride = 3}.valid());
-  static_assert(!tuner_params{.scan_stride = 1}.valid());
-  static_assert(tuner_params{.scan_stride = 0}.valid() && !tuner_params{.scan_stride = 0}.is_paper_algorithm());
-  static_assert(!tuner_params{.first_block_rejection = 0.5}.valid());
-  static_assert(!tuner_params{.quiet_window = 4}.valid());  // longer than the paper's window
-  static_assert(!tuner_params{.quiet_noise = -0.001}.valid());
+  static_assert(!tuner_params{.search = {.prune = 1.0}}.valid());
+  static_assert(!tuner_params{.search = {.similarity = -0.1}}.valid());
+  static_assert(!tuner_params{.measurement = {.max_blocks = 2}}.valid());
+  static_assert(!tuner_params{.measurement = {.initial_blocks = 0}}.valid());
+  static_assert(!tuner_params{.search = {.coarse_stride = 3}}.valid());
+  static_assert(!tuner_params{.search = {.coarse_stride = 1}}.valid());
+  static_assert(!tuner_params{.measurement = {.early_rejection = 0.5}}.valid());
+  static_assert(!tuner_params{.measurement = {.rejection_blocks = 0}}.valid());
+  static_assert(!tuner_params{.measurement = {.paired_rejection = 0.99}}.valid());
+  static_assert(!tuner_params{.search = {.scan_stride = 3}}.valid());
+  static_assert(!tuner_params{.search = {.scan_stride = 1}}.valid());
+  static_assert(tuner_params{.search = {.scan_stride = 0}}.valid() && !tuner_params{.search = {.scan_stride = 0}}.is_paper_algorithm());
+  static_assert(!tuner_params{.measurement = {.first_block_rejection = 0.5}}.valid());
+  static_assert(!tuner_params{.measurement = {.quiet_window = 4}}.valid());  // longer than the paper's window
+  static_assert(!tuner_params{.measurement = {.quiet_noise = -0.001}}.valid());
   // Each new rule alone makes the search the refined one.
-  static_assert(![] { tuner_params p = gpuagg::paper_params; p.paired_rejection = 1.01; return p.is_paper_algorithm(); }());
-  static_assert(![] { tuner_params p = gpuagg::paper_params; p.first_block_rejection = 2.0; return p.is_paper_algorithm(); }());
-  static_assert(![] { tuner_params p = gpuagg::paper_params; p.quiet_window = 2; return p.is_paper_algorithm(); }());
+  static_assert(![] { tuner_params p = gpuagg::paper_params; p.measurement.paired_rejection = 1.01; return p.is_paper_algorithm(); }());
+  static_assert(![] { tuner_params p = gpuagg::paper_params; p.measurement.first_block_rejection = 2.0; return p.is_paper_algorithm(); }());
+  static_assert(![] { tuner_params p = gpuagg::paper_params; p.measurement.quiet_window = 2; return p.is_paper_algorithm(); }());
 }
 
 TEST_CASE("search space: bounds, clamping, neighbourhood order") {
@@ -519,10 +519,10 @@ TEST_CASE("pruning and backtracking: the exact sequence of Algorithm 1") {
 /// The refined search with only the named extensions: every other one at its paper value.
 constexpr tuner_params only_extensions(bool diagonal, unsigned stride, double noise, double rejection) {
   tuner_params params = gpuagg::paper_params;
-  params.diagonal_neighbours = diagonal;
-  params.coarse_stride = stride;
-  params.noise_similarity = noise;
-  params.early_rejection = rejection;
+  params.search.diagonal_neighbours = diagonal;
+  params.search.coarse_stride = stride;
+  params.search.noise_similarity = noise;
+  params.measurement.early_rejection = rejection;
   return params;
 }
 
@@ -530,18 +530,18 @@ constexpr tuner_params only_extensions(bool diagonal, unsigned stride, double no
 /// rejection, the quiet window) at the given values.
 constexpr tuner_params paper_with(double paired, double first_block, unsigned quiet_window) {
   tuner_params params = gpuagg::paper_params;
-  params.paired_rejection = paired;
-  params.first_block_rejection = first_block;
-  params.quiet_window = quiet_window;
+  params.measurement.paired_rejection = paired;
+  params.measurement.first_block_rejection = first_block;
+  params.measurement.quiet_window = quiet_window;
   return params;
 }
 
 /// The refined search without those three rules: the default before them.
 constexpr tuner_params without_new_rules = [] {
   tuner_params params{};
-  params.paired_rejection = 0.0;
-  params.first_block_rejection = 0.0;
-  params.quiet_window = 0;
+  params.measurement.paired_rejection = 0.0;
+  params.measurement.first_block_rejection = 0.0;
+  params.measurement.quiet_window = 0;
   return params;
 }();
 
@@ -585,7 +585,7 @@ TEST_CASE("ProcessBlocksWith with early rejection: clearly slower configurations
     CHECK(m.seconds == doctest::Approx(1.0));
   }
   SUBCASE("rejection_blocks = 1 rejects on the first block") {
-    constexpr tuner_params eager{.rejection_blocks = 1};
+    constexpr tuner_params eager{.measurement = {.rejection_blocks = 1}};
     const auto m = process_blocks_with(eager, feed({3.0, 1.0, 1.0, 1.0}), 1.5);
     CHECK(m.rejected);
     CHECK(m.blocks == 1);
@@ -687,7 +687,7 @@ TEST_CASE("scan: the start's row sees past a ridge that stops the local search")
 
   synthetic_space without_space{ridge};
   const auto without =
-      uncached<tuner_params{.scan_stride = 0}>().search(std::ref(without_space), 100000, always, initial);
+      uncached<tuner_params{.search = {.scan_stride = 0}}>().search(std::ref(without_space), 100000, always, initial);
   CHECK(without.winner->config.work_groups_per_cu <= 4);  // stuck in the first basin
 
   synthetic_space space{ridge};
@@ -736,7 +736,7 @@ TEST_CASE("restart from every unpruned configuration: the finer pass searches ne
 
   synthetic_space c_f_only_space{spot};
   const auto c_f_only =
-      uncached<tuner_params{.restart_unpruned = false}>().search(std::ref(c_f_only_space), 100000, always, initial);
+      uncached<tuner_params{.search = {.restart_unpruned = false}}>().search(std::ref(c_f_only_space), 100000, always, initial);
   CHECK(*c_f_only.winner == shared(4, 128));
   CHECK(c_f_only.find(shared(8, 256)) == nullptr);
 
@@ -1013,7 +1013,7 @@ TEST_CASE("noise-scaled plateau test: forks follow the measured noise, capped by
   SUBCASE("s caps it: with s = 0.02 even +-10% blocks do not fork a 3% step") {
     constexpr tuner_params capped = [] {
       tuner_params params = only_extensions(false, 2, 1.0 / 1.693, 0.0);
-      params.similarity = 0.02;
+      params.search.similarity = 0.02;
       return params;
     }();
     synthetic_space space = with_noise(0.10);
@@ -1230,7 +1230,7 @@ TEST_CASE("cache: a warm start checks the stored winner with one measurement") {
   }
   SUBCASE("use_cache = false ignores the file") {
     synthetic_space space{bowl(1.0, 3, 7)};
-    const auto report = tuner<tuner_params{.use_cache = false}>().search(std::ref(space), 100000, always, initial,
+    const auto report = tuner<tuner_params{.cache = {.use_cache = false}}>().search(std::ref(space), 100000, always, initial,
                                                                          sample_key);
     CHECK(report.cache == cache_outcome::not_used);
     CHECK(report.tried.size() > 1);

@@ -35,128 +35,173 @@ namespace gpuagg {
 // ---------------------------------------------------------------------------------------------
 // Hyper parameters (section 4.1 and Table 1)
 
-/// The tuner's hyper parameters. A literal, structural type, so it configures the tuner at
-/// compile time: `tuner<gpuagg::paper_params>` is Algorithm 1 exactly as the paper states it.
+/// The tuner's hyper parameters, grouped by concern: how a configuration's time is measured,
+/// how the search moves, and what the persistent cache contributes. A literal, structural
+/// type, so it configures the tuner at compile time: `tuner<gpuagg::paper_params>` is
+/// Algorithm 1 exactly as the paper states it, and
+/// `tuner<tuner_params{.measurement = {.max_blocks = 4}}>` changes one field.
 ///
-/// The first five fields are the paper's (section 4.1, Table 1). All but use_cache after them
-/// extend the search beyond the paper (docs/autotuning.md, "The refined search"); each one's
-/// paper value turns its extension off, and `paper_params` sets all of them so. The defaults
-/// are the refined search, which finds configurations closer to the optimum at a lower cost
-/// than Algorithm 1 on recorded search spaces (docs/autotuning.md has the figures).
+/// The paper's five are search.similarity (s), search.prune (p), measurement.max_variation
+/// (v_max), measurement.max_blocks (b_max) and measurement.initial_blocks (section 4.1, Table
+/// 1). The fields marked "beyond the paper" extend the search (docs/autotuning.md, "The refined
+/// search"); each one's paper value turns its extension off, and `paper_params` sets all of
+/// them so. The defaults are the refined search, which finds configurations closer to the
+/// optimum at a lower cost than Algorithm 1 on recorded search spaces (docs/autotuning.md has
+/// the figures).
 struct tuner_params {
-  /// s: two runtimes are similar (a performance plateau) when
-  /// (1-s) t(c_i) <= t(c_j) <= (1+s) t(c_i). s = 0 ignores plateaus (strict gradient). With
-  /// noise_similarity > 0, s is the upper bound of the measured similarity below.
-  double similarity = 0.06;
-  /// p > 1: a reference configuration slower than p * t(c_f) is pruned (Algorithm 1, line 6).
-  double prune = 1.07;
-  /// v_max: ProcessBlocksWith accepts a window whose normalized range (max-min)/mean is at or
-  /// below this value.
-  double max_variation = 0.019;
-  /// b_max: ProcessBlocksWith spends at most this many blocks on one configuration.
-  unsigned max_blocks = 10;
-  /// Window of ProcessBlocksWith: "the algorithm executes a thread configuration on three blocks".
-  unsigned initial_blocks = 3;
+  /// ProcessBlocksWith: how long a configuration runs before its time counts, and when a
+  /// clearly slower one is abandoned early.
+  struct measurement_params {
+    /// Window of ProcessBlocksWith: "the algorithm executes a thread configuration on three
+    /// blocks".
+    unsigned initial_blocks = 3;
+    /// b_max: ProcessBlocksWith spends at most this many blocks on one configuration.
+    unsigned max_blocks = 10;
+    /// v_max: ProcessBlocksWith accepts a window whose normalized range (max-min)/mean is at or
+    /// below this value.
+    double max_variation = 0.019;
+    /// Beyond the paper. > 0: a neighbour of a reference whose own window was quiet
+    /// (normalized range at most quiet_noise) is measured with a window of this many blocks
+    /// instead of initial_blocks (at most initial_blocks). Paper: 0 (off).
+    unsigned quiet_window = 2;
+    /// The normalized range below which a reference's window counts as quiet (quiet_window);
+    /// the default is about a quarter of v_max.
+    double quiet_noise = 0.005;
+    /// Beyond the paper. > 1: a neighbour whose fastest block so far is more than this factor
+    /// slower than the slowest block measured for its reference is abandoned (clearly slower)
+    /// after rejection_blocks blocks instead of running ProcessBlocksWith to the end. Comparing
+    /// with the reference's slowest block keeps start-up outliers (section 3.6) on both sides.
+    /// Paper: 0 (off).
+    double early_rejection = 1.05;
+    /// Blocks a neighbour runs at least before early rejection may abandon it; 2 means a single
+    /// outlier block never rejects a configuration.
+    unsigned rejection_blocks = 2;
+    /// Beyond the paper. > 1: a neighbour is abandoned (clearly slower) once each of its first
+    /// rejection_blocks blocks is slower than this factor times its reference's block at the
+    /// same position (block k against block k). Both measurements begin with the same change of
+    /// configuration, so start-up outliers (section 3.6) are compared with start-up outliers,
+    /// and a trend shared by both (a table still filling) cancels. Paper: 0 (off).
+    double paired_rejection = 1.01;
+    /// Beyond the paper. > 1: a neighbour whose very first block is slower than this factor x
+    /// t(reference) x the largest start-up ratio seen so far (first block / t(c) of the complete
+    /// measurements) is abandoned after that one block: even the largest start-up outlier
+    /// measured cannot make a configuration that slow. Paper: 0 (off).
+    double first_block_rejection = 2.0;
+    friend constexpr bool operator==(const measurement_params&, const measurement_params&) = default;
+  };
 
-  /// Beyond the paper. Also step along constant threads per compute unit: (2x, 1/2x) and
-  /// (1/2x, 2x) join the paper's four axis neighbours (section 3.3: the same number of threads
-  /// in different shapes performs alike, so optima lie in diagonal valleys). Paper: false.
-  bool diagonal_neighbours = true;
-  /// Beyond the paper. The first pass moves by this factor in each dimension (a power of two);
-  /// each later pass halves it and restarts from c_f, down to the paper's factor 2. A wide
-  /// first pass steps over small bumps (section 3.5: "nearly convex") and shortens long
-  /// descents. Paper: 2 (one pass).
-  unsigned coarse_stride = 4;
-  /// Beyond the paper. > 0: the plateau test uses s' = min(s, noise_similarity * r), r the
-  /// larger normalized range of the two measurements' windows, instead of the fixed s. The
-  /// default 1/1.693 turns a range of three values into a standard deviation (d2(3) = 1.693):
-  /// runtimes are similar when they differ by less than about one standard deviation of the
-  /// measurement (the interval section 3.5 uses). Paper: 0 (the fixed s).
-  double noise_similarity = 1.0 / 1.693;
-  /// Beyond the paper. > 1: a neighbour whose fastest block so far is more than this factor
-  /// slower than the slowest block measured for its reference is abandoned (clearly slower)
-  /// after rejection_blocks blocks instead of running ProcessBlocksWith to the end. Comparing
-  /// with the reference's slowest block keeps start-up outliers (section 3.6) on both sides.
-  /// Paper: 0 (off).
-  double early_rejection = 1.05;
-  /// Blocks a neighbour runs at least before early rejection may abandon it; 2 means a single
-  /// outlier block never rejects a configuration.
-  unsigned rejection_blocks = 2;
-  /// Beyond the paper. > 0: on a cache miss, the stored winner of the nearest group count of the
-  /// same device and query, at most this many powers of two away, replaces its strategy's
-  /// initial configuration (section 4.3 suggests predicting a start and fine-tuning it). Needs a
-  /// key and use_cache. Paper: 0 (off).
-  unsigned neighbour_entry_distance = 2;
+  /// Algorithm 1's walk: when two times are alike, what is pruned, which neighbours are tried.
+  struct search_params {
+    /// s: two runtimes are similar (a performance plateau) when
+    /// (1-s) t(c_i) <= t(c_j) <= (1+s) t(c_i). s = 0 ignores plateaus (strict gradient). With
+    /// noise_similarity > 0, s is the upper bound of the measured similarity below.
+    double similarity = 0.06;
+    /// p > 1: a reference configuration slower than p * t(c_f) is pruned (Algorithm 1, line 6).
+    double prune = 1.07;
+    /// Beyond the paper. > 0: the plateau test uses s' = min(s, noise_similarity * r), r the
+    /// larger normalized range of the two measurements' windows, instead of the fixed s. The
+    /// default 1/1.693 turns a range of three values into a standard deviation (d2(3) = 1.693):
+    /// runtimes are similar when they differ by less than about one standard deviation of the
+    /// measurement (the interval section 3.5 uses). Paper: 0 (the fixed s).
+    double noise_similarity = 1.0 / 1.693;
+    /// Beyond the paper. Also step along constant threads per compute unit: (2x, 1/2x) and
+    /// (1/2x, 2x) join the paper's four axis neighbours (section 3.3: the same number of threads
+    /// in different shapes performs alike, so optima lie in diagonal valleys). Paper: false.
+    bool diagonal_neighbours = true;
+    /// Beyond the paper. The first pass moves by this factor in each dimension (a power of two);
+    /// each later pass halves it and restarts from c_f, down to the paper's factor 2. A wide
+    /// first pass steps over small bumps (section 3.5: "nearly convex") and shortens long
+    /// descents. Paper: 2 (one pass).
+    unsigned coarse_stride = 4;
+    /// Beyond the paper. > 1 (a power of two): after the initial configurations, each start's
+    /// row (its work-group size, 1..max work groups per compute unit) is measured at every power
+    /// of this factor, and the descent starts from the fastest point found, besides the start.
+    /// The row spans every thread count per compute unit the start's shape can reach (section
+    /// 3.3: the thread count matters most); it sees past ridges that stop a local search.
+    /// Paper: 0.
+    unsigned scan_stride = 4;
+    /// Beyond the paper. Each finer pass (coarse_stride) restarts from every configuration
+    /// measured so far that pruning keeps (within p of t(c_f)), fastest first, not from c_f
+    /// alone: a basin the coarse pass stepped over next to a runner-up is searched at the finer
+    /// stride too. Paper: false (one pass).
+    bool restart_unpruned = true;
+    friend constexpr bool operator==(const search_params&, const search_params&) = default;
+  };
 
-  /// Beyond the paper. > 1: a neighbour is abandoned (clearly slower) once each of its first
-  /// rejection_blocks blocks is slower than this factor times its reference's block at the same
-  /// position (block k against block k). Both measurements begin with the same change of
-  /// configuration, so start-up outliers (section 3.6) are compared with start-up outliers, and
-  /// a trend shared by both (a table still filling) cancels. Paper: 0 (off).
-  double paired_rejection = 1.01;
-  /// Beyond the paper. > 1: a neighbour whose very first block is slower than this factor x
-  /// t(reference) x the largest start-up ratio seen so far (first block / t(c) of the complete
-  /// measurements) is abandoned after that one block: even the largest start-up outlier measured
-  /// cannot make a configuration that slow. Paper: 0 (off).
-  double first_block_rejection = 2.0;
-  /// Beyond the paper. > 0: a neighbour of a reference whose own window was quiet (normalized
-  /// range at most quiet_noise) is measured with a window of this many blocks instead of
-  /// initial_blocks (at most initial_blocks). Paper: 0 (off).
-  unsigned quiet_window = 2;
-  /// The normalized range below which a reference's window counts as quiet (quiet_window);
-  /// the default is about a quarter of v_max.
-  double quiet_noise = 0.005;
-  /// Beyond the paper. > 1 (a power of two): after the initial configurations, each start's row
-  /// (its work-group size, 1..max work groups per compute unit) is measured at every power of
-  /// this factor, and the descent starts from the fastest point found, besides the start. The
-  /// row spans every thread count per compute unit the start's shape can reach (section 3.3:
-  /// the thread count matters most); it sees past ridges that stop a local search. Paper: 0.
-  unsigned scan_stride = 4;
-  /// Beyond the paper. Each finer pass (coarse_stride) restarts from every configuration measured
-  /// so far that pruning keeps (within p of t(c_f)), fastest first, not from c_f alone: a basin
-  /// the coarse pass stepped over next to a runner-up is searched at the finer stride too.
-  /// Paper: false (one pass).
-  bool restart_unpruned = true;
+  /// The persistent cache of winners (tuning_cache).
+  struct cache_params {
+    /// Consult and update the persistent cache when the caller gives a tuning_key.
+    bool use_cache = true;
+    /// Beyond the paper. > 0: on a cache miss, the stored winner of the nearest group count of
+    /// the same device and query, at most this many powers of two away, replaces its strategy's
+    /// initial configuration (section 4.3 suggests predicting a start and fine-tuning it).
+    /// Needs a key and use_cache. Paper: 0 (off).
+    unsigned neighbour_entry_distance = 2;
+    friend constexpr bool operator==(const cache_params&, const cache_params&) = default;
+  };
 
-  /// Consult and update the persistent cache when the caller gives a tuning_key.
-  bool use_cache = true;
+  measurement_params measurement{};
+  search_params search{};
+  cache_params cache{};
 
-  /// The constraints the paper states or implies; checked by `tuner` with a static_assert.
-  constexpr bool valid() const noexcept {
-    return similarity >= 0.0 && similarity < 1.0 && prune > 1.0 && max_variation >= 0.0 &&
-           initial_blocks >= 1 && max_blocks >= initial_blocks && coarse_stride >= 2 &&
-           (coarse_stride & (coarse_stride - 1)) == 0 && noise_similarity >= 0.0 &&
-           (early_rejection == 0.0 || early_rejection >= 1.0) && rejection_blocks >= 1 &&
-           (paired_rejection == 0.0 || paired_rejection >= 1.0) &&
-           (first_block_rejection == 0.0 || first_block_rejection >= 1.0) && quiet_window <= initial_blocks &&
-           quiet_noise >= 0.0 &&
-           (scan_stride == 0 || (scan_stride >= 2 && (scan_stride & (scan_stride - 1)) == 0));
+  /// The first constraint the paper states or implies that these values break; empty when
+  /// they keep them all. The tuner's one static_assert checks valid().
+  constexpr std::string_view invalid_field() const noexcept {
+    const auto& m = measurement;
+    const auto& g = search;
+    const auto power_of_two = [](unsigned v) { return (v & (v - 1)) == 0; };
+    if (!(g.similarity >= 0.0 && g.similarity < 1.0)) return "search.similarity (s) must lie in [0, 1)";
+    if (!(g.prune > 1.0)) return "search.prune (p) must be greater than 1 (Algorithm 1)";
+    if (!(g.noise_similarity >= 0.0)) return "search.noise_similarity must be >= 0 (0: the fixed s)";
+    if (!(g.coarse_stride >= 2 && power_of_two(g.coarse_stride))) {
+      return "search.coarse_stride must be a power of two >= 2 (2 is the paper's neighbourhood)";
+    }
+    if (!(g.scan_stride == 0 || (g.scan_stride >= 2 && power_of_two(g.scan_stride)))) {
+      return "search.scan_stride must be 0 (off) or a power of two >= 2";
+    }
+    if (!(m.max_variation >= 0.0)) return "measurement.max_variation (v_max) must be >= 0";
+    if (!(m.initial_blocks >= 1)) return "measurement.initial_blocks must be at least 1";
+    if (!(m.max_blocks >= m.initial_blocks)) return "measurement.max_blocks (b_max) must be >= initial_blocks";
+    if (!(m.quiet_window <= m.initial_blocks)) return "measurement.quiet_window must be 0 (off) or <= initial_blocks";
+    if (!(m.quiet_noise >= 0.0)) return "measurement.quiet_noise must be >= 0";
+    if (!(m.early_rejection == 0.0 || m.early_rejection >= 1.0)) {
+      return "measurement.early_rejection must be 0 (off) or >= 1";
+    }
+    if (!(m.rejection_blocks >= 1)) return "measurement.rejection_blocks must be at least 1";
+    if (!(m.paired_rejection == 0.0 || m.paired_rejection >= 1.0)) {
+      return "measurement.paired_rejection must be 0 (off) or >= 1";
+    }
+    if (!(m.first_block_rejection == 0.0 || m.first_block_rejection >= 1.0)) {
+      return "measurement.first_block_rejection must be 0 (off) or >= 1";
+    }
+    return {};
   }
+  /// The constraints the paper states or implies (invalid_field() names a broken one).
+  constexpr bool valid() const noexcept { return invalid_field().empty(); }
   /// True when every extension is off: the search is Algorithm 1 as the paper states it.
   constexpr bool is_paper_algorithm() const noexcept {
-    return !diagonal_neighbours && coarse_stride == 2 && noise_similarity == 0.0 && early_rejection == 0.0 &&
-           paired_rejection == 0.0 && first_block_rejection == 0.0 && quiet_window == 0 &&
-           neighbour_entry_distance == 0 && scan_stride == 0 && !restart_unpruned;
+    return !search.diagonal_neighbours && search.coarse_stride == 2 && search.noise_similarity == 0.0 &&
+           search.scan_stride == 0 && !search.restart_unpruned && measurement.early_rejection == 0.0 &&
+           measurement.paired_rejection == 0.0 && measurement.first_block_rejection == 0.0 &&
+           measurement.quiet_window == 0 && cache.neighbour_entry_distance == 0;
   }
   friend constexpr bool operator==(const tuner_params&, const tuner_params&) = default;
 };
 
 /// Algorithm 1 exactly as the paper states it, with Table 1's second row (s = 0.06,
 /// p = 1.07, v_max = 0.019, b_max = 10): the "detection of performance plateaus" scenario.
-inline constexpr tuner_params paper_params{.diagonal_neighbours = false,
-                                           .coarse_stride = 2,
-                                           .noise_similarity = 0.0,
-                                           .early_rejection = 0.0,
-                                           .neighbour_entry_distance = 0,
-                                           .paired_rejection = 0.0,
-                                           .first_block_rejection = 0.0,
-                                           .quiet_window = 0,
-                                           .scan_stride = 0,
-                                           .restart_unpruned = false};
+inline constexpr tuner_params paper_params{
+    .measurement = {.quiet_window = 0, .early_rejection = 0.0, .paired_rejection = 0.0, .first_block_rejection = 0.0},
+    .search = {.noise_similarity = 0.0,
+               .diagonal_neighbours = false,
+               .coarse_stride = 2,
+               .scan_stride = 0,
+               .restart_unpruned = false},
+    .cache = {.neighbour_entry_distance = 0}};
 /// Table 1, first row: Algorithm 1 ignoring performance plateaus (s = 0).
 inline constexpr tuner_params strict_gradient_params = [] {
   tuner_params p = paper_params;
-  p.similarity = 0.0;
+  p.search.similarity = 0.0;
   return p;
 }();
 /// Table 1, second row: the same as `paper_params`.
@@ -186,7 +231,7 @@ struct search_space {
   ///   1. work_groups_per_cu x 2   2. work_groups_per_cu / 2
   ///   3. work_group_size x 2      4. work_group_size / 2
   std::vector<execution_params> neighbours(const execution_params& params) const;
-  /// The refined search's neighbourhood (tuner_params::diagonal_neighbours, coarse_stride):
+  /// The refined search's neighbourhood (tuner_params::search_params::diagonal_neighbours, coarse_stride):
   /// the four above at distance `stride` (a power of two) instead of 2, then, with `diagonal`,
   ///   5. work_groups_per_cu x stride, work_group_size / stride   (same threads per CU)
   ///   6. work_groups_per_cu / stride, work_group_size x stride
@@ -340,7 +385,7 @@ enum class measurement_role : std::uint8_t {
   initial,      ///< an initial configuration (section 4.1), before the loop
   neighbour,    ///< Algorithm 1, line 12
   cache_check,  ///< the stored winner, measured once to confirm it
-  scan,         ///< the refined search's scan along the start's work-group size (tuner_params::scan_stride)
+  scan,         ///< the refined search's scan along the start's work-group size (tuner_params::search_params::scan_stride)
 };
 
 std::string_view to_string(measurement_role role) noexcept;
@@ -353,7 +398,7 @@ struct tried_configuration {
   bool complete = true;  ///< false: the input ran out before the measurement finished
   measurement_role role = measurement_role::neighbour;
   std::vector<double> block_seconds;  ///< every block's time, in order
-  bool rejected = false;  ///< stopped early as clearly slower (tuner_params::early_rejection)
+  bool rejected = false;  ///< stopped early as clearly slower (tuner_params::measurement_params::early_rejection)
 };
 
 /// What the cache contributed.
@@ -382,7 +427,7 @@ struct tuning_report {
                                             ///< pipelined them through run_remaining)
   cache_outcome cache = cache_outcome::not_used;
   std::optional<int> started_from_groups_log2;  ///< a miss started from this group count's entry
-                                                ///< (tuner_params::neighbour_entry_distance)
+                                                ///< (tuner_params::cache_params::neighbour_entry_distance)
   std::vector<std::string> warnings;        ///< cache trouble, no feasible configuration, ...
   double host_seconds = 0.0;                ///< the tuner's own bookkeeping time (no blocks, no I/O)
 
@@ -404,7 +449,7 @@ std::ostream& operator<<(std::ostream& os, const tuning_report& report);
 /// Bounds of one search beyond the hyper parameters, set by the plan (plan.hpp: tuning_plan):
 /// at most `block_budget` blocks measured (a search that has not converged by then stores its
 /// best so far provisionally, and the rest of the input runs it), and whether each start's row
-/// is scanned (tuner_params::scan_stride; not where the start was measured on the device).
+/// is scanned (tuner_params::search_params::scan_stride; not where the start was measured on the device).
 struct search_bounds {
   std::size_t block_budget = static_cast<std::size_t>(-1);
   bool scan = true;
@@ -422,26 +467,9 @@ struct search_bounds {
 /// `search` is the same algorithm over a plain measurement callback (replay, tests).
 template <tuner_params Params = tuner_params{}>
 class tuner {
-  static_assert(Params.similarity >= 0.0 && Params.similarity < 1.0,
-                "tuner_params::similarity (s) must lie in [0, 1)");
-  static_assert(Params.prune > 1.0, "tuner_params::prune (p) must be greater than 1 (Algorithm 1)");
-  static_assert(Params.max_variation >= 0.0, "tuner_params::max_variation (v_max) must be >= 0");
-  static_assert(Params.initial_blocks >= 1, "tuner_params::initial_blocks must be at least 1");
-  static_assert(Params.max_blocks >= Params.initial_blocks,
-                "tuner_params::max_blocks (b_max) must be >= initial_blocks");
-  static_assert(Params.coarse_stride >= 2 && (Params.coarse_stride & (Params.coarse_stride - 1)) == 0,
-                "tuner_params::coarse_stride must be a power of two >= 2 (2 is the paper's neighbourhood)");
-  static_assert(Params.noise_similarity >= 0.0, "tuner_params::noise_similarity must be >= 0 (0: the fixed s)");
-  static_assert(Params.early_rejection == 0.0 || Params.early_rejection >= 1.0,
-                "tuner_params::early_rejection must be 0 (off) or >= 1");
-  static_assert(Params.rejection_blocks >= 1, "tuner_params::rejection_blocks must be at least 1");
-  static_assert(Params.paired_rejection == 0.0 || Params.paired_rejection >= 1.0,
-                "tuner_params::paired_rejection must be 0 (off) or >= 1");
-  static_assert(Params.first_block_rejection == 0.0 || Params.first_block_rejection >= 1.0,
-                "tuner_params::first_block_rejection must be 0 (off) or >= 1");
-  static_assert(Params.quiet_window <= Params.initial_blocks,
-                "tuner_params::quiet_window must be 0 (off) or at most initial_blocks");
-  static_assert(Params.quiet_noise >= 0.0, "tuner_params::quiet_noise must be >= 0");
+  static_assert(Params.valid(),
+                "gpuagg::tuner: a tuner_params field breaks its rule; Params.invalid_field() names it "
+                "(e.g. search.prune must be > 1)");
 
  public:
   static constexpr tuner_params params = Params;

@@ -101,7 +101,7 @@ class algorithm1 {
   /// Lines 1-3 for every initial configuration (section 4.1, "Optimizing multiple
   /// parallelization strategies": all are evaluated and added to Q before the loop), then the
   /// main loop, lines 4-24 (the refined search: the scan, then once per stride, see
-  /// tuner_params::coarse_stride). With `resumed` (a provisional cache entry), the search
+  /// tuner_params::search_params::coarse_stride). With `resumed` (a provisional cache entry), the search
   /// continues where that one stood: its measurements count as tested, and it picks up its phase,
   /// Q and stride. True when Q ran empty in the last pass (converged); false when the input ran
   /// out or nothing was feasible. The caller then calls `finish`.
@@ -131,7 +131,7 @@ class algorithm1 {
           // The refined search measures the later initial configurations against the fastest so
           // far, so that first-block rejection stops a hopeless start (with many groups,
           // INDEPENDENT's nearest feasible start can be thousands of times slower) after one block.
-          const bool against_fastest = fastest_ && params_.first_block_rejection > 0.0;
+          const bool against_fastest = fastest_ && params_.measurement.first_block_rejection > 0.0;
           const std::optional<double> t =
               against_fastest ? process_blocks_with(*start, measurement_role::initial, first_block_rule(*fastest_))
                               : process_blocks_with(*start, measurement_role::initial);
@@ -153,29 +153,29 @@ class algorithm1 {
 
     if (from != phase::descent) {
       phase_ = phase::scan;
-      if (params_.scan_stride > 0 && scan_rows_ && !scan(queue)) return false;
+      if (params_.search.scan_stride > 0 && scan_rows_ && !scan(queue)) return false;
     }
 
     // The paper's search is one pass at stride 2. The refined search starts wider
-    // (tuner_params::coarse_stride) and halves the stride each pass, restarting from c_f. A
+    // (tuner_params::search_params::coarse_stride) and halves the stride each pass, restarting from c_f. A
     // resumed search continues the pass it was in, with its Q.
     phase_ = phase::descent;
-    std::uint32_t first_stride = params_.coarse_stride;
+    std::uint32_t first_stride = params_.search.coarse_stride;
     bool keep_queue = false;
-    if (from == phase::descent && resumed->stride >= 2 && resumed->stride <= params_.coarse_stride &&
+    if (from == phase::descent && resumed->stride >= 2 && resumed->stride <= params_.search.coarse_stride &&
         (resumed->stride & (resumed->stride - 1)) == 0) {
       first_stride = resumed->stride;
       keep_queue = true;
     }
     for (std::uint32_t stride = first_stride;; stride /= 2) {
       stride_ = stride;
-      if (stride != params_.coarse_stride && !keep_queue) {
+      if (stride != params_.search.coarse_stride && !keep_queue) {
         queue.assign(1, *fastest_);
         log_("pass at stride ", stride, " from c_f ", *fastest_);
-        if (params_.restart_unpruned) {
+        if (params_.search.restart_unpruned) {
           std::vector<std::pair<double, execution_params>> near;
           for (const auto& [config, t] : times_) {
-            if (config != *fastest_ && !details_.at(config).rejected && t <= params_.prune * times_.at(*fastest_)) {
+            if (config != *fastest_ && !details_.at(config).rejected && t <= params_.search.prune * times_.at(*fastest_)) {
               near.emplace_back(t, config);
             }
           }
@@ -204,11 +204,11 @@ class algorithm1 {
     return out;
   }
 
-  /// Skips the scan (tuner_params::scan_stride): the start is a stored winner of a neighbouring
+  /// Skips the scan (tuner_params::search_params::scan_stride): the start is a stored winner of a neighbouring
   /// group count, an informed start rather than the paper's fixed one.
   void skip_scan() noexcept { scan_rows_ = false; }
 
-  /// The refined search's scan (tuner_params::scan_stride): the row of each start that pruning
+  /// The refined search's scan (tuner_params::search_params::scan_stride): the row of each start that pruning
   /// keeps (within p of t(c_f): with several strategies, the others' rows are not scanned),
   /// outward from the start in both directions at every power of the stride. Each point is
   /// measured against the fastest so far, so that the rejection rules stop the clearly slower
@@ -220,12 +220,12 @@ class algorithm1 {
     const std::vector<execution_params> starts(queue.begin(), queue.end());
     const double t_fastest = times_.at(*fastest_);
     for (const execution_params& start : starts) {
-      if (times_.at(start) > params_.prune * t_fastest) continue;
+      if (times_.at(start) > params_.search.prune * t_fastest) continue;
       log_("scan the row of ", start);
       for (const bool up : {true, false}) {
         std::uint32_t groups = start.config.work_groups_per_cu;
-        while (up ? groups <= space_.max_work_groups_per_cu / params_.scan_stride : groups >= params_.scan_stride) {
-          groups = up ? groups * params_.scan_stride : groups / params_.scan_stride;
+        while (up ? groups <= space_.max_work_groups_per_cu / params_.search.scan_stride : groups >= params_.search.scan_stride) {
+          groups = up ? groups * params_.search.scan_stride : groups / params_.search.scan_stride;
           const execution_params point{start.strategy, {groups, start.config.work_group_size}};
           if (times_.contains(point)) {  // measured before (a resumed search)
             if (hopeless(point)) break;
@@ -252,7 +252,7 @@ class algorithm1 {
       const execution_params reference = queue.front();         // line 5: c_i <- Peek(Q)
       const double t_reference = times_.at(reference);
       const double t_fastest = times_.at(*fastest_);
-      if (t_reference > params_.prune * t_fastest) {            // line 6
+      if (t_reference > params_.search.prune * t_fastest) {            // line 6
         log_("line 7: prune ", reference, " (", format_seconds(t_reference), " > p * ",
              format_seconds(t_fastest), ")");
         queue.pop_front();                                      // line 7
@@ -305,7 +305,7 @@ class algorithm1 {
  private:
   /// Line 9, UntestedNeighborhoodOf(c_i), popped in search_space::neighbours' order.
   std::optional<execution_params> first_untested_neighbour(const execution_params& reference, std::uint32_t stride) {
-    for (const execution_params& candidate : space_.neighbours(reference, stride, params_.diagonal_neighbours)) {
+    for (const execution_params& candidate : space_.neighbours(reference, stride, params_.search.diagonal_neighbours)) {
       if (!times_.contains(candidate) && feasible(candidate)) return candidate;
     }
     return std::nullopt;
@@ -346,13 +346,13 @@ class algorithm1 {
   rejection_rule rejection_for(const execution_params& reference) const {
     const measured& known = details_.at(reference);
     rejection_rule rule;
-    if (params_.early_rejection > 0.0) rule.above = params_.early_rejection * known.slowest_block;
-    if (params_.paired_rejection > 0.0) {
-      rule.paired = params_.paired_rejection;
-      rule.paired_blocks = params_.rejection_blocks;
+    if (params_.measurement.early_rejection > 0.0) rule.above = params_.measurement.early_rejection * known.slowest_block;
+    if (params_.measurement.paired_rejection > 0.0) {
+      rule.paired = params_.measurement.paired_rejection;
+      rule.paired_blocks = params_.measurement.rejection_blocks;
       rule.reference_blocks = known.blocks;
     }
-    if (params_.first_block_rejection > 0.0) rule.first_block_above = first_block_rule(reference).first_block_above;
+    if (params_.measurement.first_block_rejection > 0.0) rule.first_block_above = first_block_rule(reference).first_block_above;
     return rule;
   }
 
@@ -368,7 +368,7 @@ class algorithm1 {
     for (const search_state::tested& m : state.measured) {
       if (m.blocks.empty() || !(m.seconds > 0.0) || !feasible(m.params)) continue;
       times_[m.params] = m.seconds;
-      const std::size_t window = std::min<std::size_t>(params_.initial_blocks, m.blocks.size());
+      const std::size_t window = std::min<std::size_t>(params_.measurement.initial_blocks, m.blocks.size());
       details_[m.params] = {normalized_range(std::span<const double>(m.blocks).last(window)),
                             *std::max_element(m.blocks.begin(), m.blocks.end()), m.rejected, m.blocks};
       if (m.rejected) continue;
@@ -381,24 +381,24 @@ class algorithm1 {
   /// compare block by block with a neighbour's own reference, which a start does not have).
   rejection_rule first_block_rule(const execution_params& reference) const {
     rejection_rule rule;
-    rule.first_block_above = params_.first_block_rejection * times_.at(reference) * startup_ratio_;
+    rule.first_block_above = params_.measurement.first_block_rejection * times_.at(reference) * startup_ratio_;
     return rule;
   }
 
   /// The window of ProcessBlocksWith for a neighbour of `reference`: quiet_window blocks where
   /// the reference's own window was quiet (normalized range <= quiet_noise), else the paper's
-  /// (0 means params.initial_blocks).
+  /// (0 means params.measurement.initial_blocks).
   unsigned window_for(const execution_params& reference) const {
-    if (params_.quiet_window == 0 || details_.at(reference).noise > params_.quiet_noise) return 0;
-    return params_.quiet_window;
+    if (params_.measurement.quiet_window == 0 || details_.at(reference).noise > params_.measurement.quiet_noise) return 0;
+    return params_.measurement.quiet_window;
   }
 
   /// s for the plateau test of line 13: the paper's fixed s, or with noise_similarity the
   /// measured noise of the two windows, capped at s.
   double plateau_similarity(const execution_params& reference, const execution_params& neighbour) const {
-    if (params_.noise_similarity <= 0.0) return params_.similarity;
+    if (params_.search.noise_similarity <= 0.0) return params_.search.similarity;
     const double noise = std::max(details_.at(reference).noise, details_.at(neighbour).noise);
-    return std::min(params_.similarity, params_.noise_similarity * noise);
+    return std::min(params_.search.similarity, params_.search.noise_similarity * noise);
   }
 
   /// What the refined search keeps of each completed measurement besides t(c).

@@ -55,17 +55,17 @@ struct measurement {
 /// When a neighbour's measurement may stop early as clearly slower (the refined search; every
 /// member's default turns its rule off). All compare the neighbour with its reference.
 struct rejection_rule {
-  /// tuner_params::early_rejection: after `rejection_blocks` blocks, even the fastest of them is
+  /// tuner_params::measurement_params::early_rejection: after `rejection_blocks` blocks, even the fastest of them is
   /// above this (a factor times the reference's slowest block).
   std::optional<double> above;
-  /// tuner_params::paired_rejection: the reference's blocks in the order they ran; after
+  /// tuner_params::measurement_params::paired_rejection: the reference's blocks in the order they ran; after
   /// `paired_blocks` blocks, each block k of the neighbour is above `paired` x the reference's
   /// block k (start-up outliers are compared with start-up outliers). Needs the reference to have
   /// run at least as many blocks.
   std::span<const double> reference_blocks;
   double paired = 0.0;
   unsigned paired_blocks = 0;
-  /// tuner_params::first_block_rejection: the very first block is above this (a factor times
+  /// tuner_params::measurement_params::first_block_rejection: the very first block is above this (a factor times
   /// t(reference) times the largest start-up ratio seen): one block suffices.
   std::optional<double> first_block_above;
 
@@ -76,7 +76,7 @@ struct rejection_rule {
 inline bool rejects(const rejection_rule& rule, const tuner_params& params, std::span<const double> blocks) {
   if (blocks.empty()) return false;
   if (rule.first_block_above && blocks.size() == 1 && blocks.front() > *rule.first_block_above) return true;
-  if (rule.above && blocks.size() >= params.rejection_blocks &&
+  if (rule.above && blocks.size() >= params.measurement.rejection_blocks &&
       *std::min_element(blocks.begin(), blocks.end()) > *rule.above) {
     return true;
   }
@@ -96,23 +96,23 @@ inline bool rejects(const rejection_rule& rule, const tuner_params& params, std:
 /// `next_block()` returns the next block's time, or std::nullopt when the input has run out; the
 /// measurement is then incomplete and holds the mean of what was measured.
 ///
-/// Beyond the paper (tuner_params::early_rejection and the rules after it): with a `rule`, the
+/// Beyond the paper (tuner_params::measurement_params::early_rejection and the rules after it): with a `rule`, the
 /// measurement stops as soon as the rule says the configuration is clearly slower than its
 /// reference; it is then complete and `rejected`. Without one this is the paper's rule exactly.
-/// `window_blocks` (0: params.initial_blocks) is the window's length (tuner_params::quiet_window
+/// `window_blocks` (0: params.measurement.initial_blocks) is the window's length (tuner_params::measurement_params::quiet_window
 /// shortens it where the reference measured quietly).
 template <class NextBlock>
 measurement process_blocks_with(const tuner_params& params, NextBlock&& next_block, const rejection_rule& rule,
                                 unsigned window_blocks = 0) {
-  const unsigned window_length = window_blocks > 0 ? window_blocks : params.initial_blocks;
+  const unsigned window_length = window_blocks > 0 ? window_blocks : params.measurement.initial_blocks;
   measurement result;
   result.window_blocks = window_length;
-  result.block_seconds.reserve(params.max_blocks);
+  result.block_seconds.reserve(params.measurement.max_blocks);
   std::size_t window_begin = 0;  // the window is block_seconds[window_begin, end)
   const auto window = [&] {
     return std::span<const double>(result.block_seconds).subspan(window_begin);
   };
-  while (result.blocks < params.max_blocks) {
+  while (result.blocks < params.measurement.max_blocks) {
     const std::optional<double> seconds = next_block();
     if (!seconds) {
       result.seconds = mean_of(window());
@@ -127,7 +127,7 @@ measurement process_blocks_with(const tuner_params& params, NextBlock&& next_blo
     }
     if (result.block_seconds.size() - window_begin > window_length) ++window_begin;  // discard
     if (result.block_seconds.size() - window_begin == window_length &&
-        normalized_range(window()) <= params.max_variation) {
+        normalized_range(window()) <= params.measurement.max_variation) {
       break;  // variation below the threshold
     }
   }
@@ -138,7 +138,7 @@ measurement process_blocks_with(const tuner_params& params, NextBlock&& next_blo
 }
 
 /// The paper's ProcessBlocksWith, or with `reject_above` the refined search's early rejection
-/// alone (tuner_params::early_rejection).
+/// alone (tuner_params::measurement_params::early_rejection).
 template <class NextBlock>
 measurement process_blocks_with(const tuner_params& params, NextBlock&& next_block,
                                 std::optional<double> reject_above = std::nullopt) {

@@ -34,25 +34,25 @@ inline std::string_view to_string(cache_outcome outcome) noexcept {
 
 inline std::ostream& operator<<(std::ostream& os, const tuner_params& params) {
   std::ostringstream out;
-  out << "s=" << params.similarity << " p=" << params.prune << " v_max=" << params.max_variation
-      << " b_max=" << params.max_blocks << " window=" << params.initial_blocks;
+  out << "s=" << params.search.similarity << " p=" << params.search.prune << " v_max=" << params.measurement.max_variation
+      << " b_max=" << params.measurement.max_blocks << " window=" << params.measurement.initial_blocks;
   if (params.is_paper_algorithm()) {
     out << " (Algorithm 1)";
   } else {
-    out << " (refined:" << (params.diagonal_neighbours ? " diagonal" : "") << " stride=" << params.coarse_stride;
-    if (params.noise_similarity > 0.0) out << " s'=" << params.noise_similarity << "*range";
-    if (params.early_rejection > 0.0) {
-      out << " reject=" << params.early_rejection << "x after " << params.rejection_blocks;
+    out << " (refined:" << (params.search.diagonal_neighbours ? " diagonal" : "") << " stride=" << params.search.coarse_stride;
+    if (params.search.noise_similarity > 0.0) out << " s'=" << params.search.noise_similarity << "*range";
+    if (params.measurement.early_rejection > 0.0) {
+      out << " reject=" << params.measurement.early_rejection << "x after " << params.measurement.rejection_blocks;
     }
-    if (params.paired_rejection > 0.0) out << " paired=" << params.paired_rejection << "x";
-    if (params.first_block_rejection > 0.0) out << " first-block=" << params.first_block_rejection << "x";
-    if (params.quiet_window > 0) out << " quiet-window=" << params.quiet_window << "@" << params.quiet_noise;
-    if (params.scan_stride > 0) out << " scan=" << params.scan_stride;
-    if (params.restart_unpruned) out << " restart-unpruned";
-    if (params.neighbour_entry_distance > 0) out << " neighbour-entry<=" << params.neighbour_entry_distance;
+    if (params.measurement.paired_rejection > 0.0) out << " paired=" << params.measurement.paired_rejection << "x";
+    if (params.measurement.first_block_rejection > 0.0) out << " first-block=" << params.measurement.first_block_rejection << "x";
+    if (params.measurement.quiet_window > 0) out << " quiet-window=" << params.measurement.quiet_window << "@" << params.measurement.quiet_noise;
+    if (params.search.scan_stride > 0) out << " scan=" << params.search.scan_stride;
+    if (params.search.restart_unpruned) out << " restart-unpruned";
+    if (params.cache.neighbour_entry_distance > 0) out << " neighbour-entry<=" << params.cache.neighbour_entry_distance;
     out << ')';
   }
-  if (!params.use_cache) out << " no-cache";
+  if (!params.cache.use_cache) out << " no-cache";
   return os << out.str();
 }
 

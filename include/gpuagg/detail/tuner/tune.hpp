@@ -25,7 +25,7 @@ namespace detail {
 /// of the input has not found its minimum: its best so far is stored as provisional
 /// (cache_entry::converged false) with where the search stood, never confirmed as a hit, and the
 /// next query of the shape resumes the search (cache_outcome::resumed). On a miss, with
-/// tuner_params::neighbour_entry_distance, the winner stored for the nearest group count (of the
+/// tuner_params::cache_params::neighbour_entry_distance, the winner stored for the nearest group count (of the
 /// same device and query) replaces its strategy's initial configuration.
 inline tuning_report tune(const tuner_params& params, const search_space& space, const tuning_cache& cache,
                           std::ostream* log_sink, const measure_fn& measure, std::size_t blocks_available,
@@ -45,7 +45,7 @@ inline tuning_report tune(const tuner_params& params, const search_space& space,
     return report;
   };
 
-  const bool caching = params.use_cache && key.has_value() && cache.enabled();
+  const bool caching = params.cache.use_cache && key.has_value() && cache.enabled();
   std::vector<execution_params> starts;
   if (caching) {
     std::optional<cache_entry> stored;
@@ -75,7 +75,7 @@ inline tuning_report tune(const tuner_params& params, const search_space& space,
         return done();
       }
       search.update_fastest(stored->params);
-      if (similar(stored->seconds, *now, params.similarity)) {
+      if (similar(stored->seconds, *now, params.search.similarity)) {
         report.cache = cache_outcome::hit;
         // The check ran the winner itself: it confirmed, it did not explore.
         report.confirmation_blocks = report.exploration_blocks;
@@ -89,16 +89,16 @@ inline tuning_report tune(const tuner_params& params, const search_space& space,
       log("cache entry off by more than s (", format_seconds(*now), " now); searching again");
       starts.push_back(stored->params);
     }
-  } else if (params.use_cache && key && !cache.enabled()) {
+  } else if (params.cache.use_cache && key && !cache.enabled()) {
     log("no cache path (GPUAGG_CACHE_DIR, XDG_CACHE_HOME, HOME unset); tuning without a cache");
   }
 
   // Beyond the paper: a miss borrows the nearest group count's winner as a start.
   std::optional<std::pair<int, cache_entry>> nearest;
-  if (caching && report.cache == cache_outcome::miss && params.neighbour_entry_distance > 0) {
+  if (caching && report.cache == cache_outcome::miss && params.cache.neighbour_entry_distance > 0) {
     {
       const stopwatch_pause pause(watch);
-      nearest = cache.load_nearest(*key, static_cast<int>(params.neighbour_entry_distance), report.warnings);
+      nearest = cache.load_nearest(*key, static_cast<int>(params.cache.neighbour_entry_distance), report.warnings);
     }
     if (nearest && !search.feasible(nearest->second.params)) nearest.reset();
   }
