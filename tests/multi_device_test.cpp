@@ -87,17 +87,50 @@ struct faulty_driver {
 
 }  // namespace
 
-TEST_CASE("a block's rows: the driver's own until rates are known, then shrinking with the rows left") {
+TEST_CASE("a block's rows: probes until the device's speed is known, then shrinking with the rows left") {
   using detail::next_block_rows;
   const std::uint64_t limit = std::uint64_t{1} << 22;
-  CHECK(next_block_rows(limit, std::uint64_t{1} << 27, 0) == limit);      // no rate yet
-  CHECK(next_block_rows(limit, 100, 0) == 100);                           // never past the end
-  CHECK(next_block_rows(limit, std::uint64_t{1} << 27, 0.5) == limit);    // far from the end
+  const std::uint64_t floor = detail::min_shared_block_rows;
+  const std::uint64_t many = std::uint64_t{1} << 27;
+  CHECK(next_block_rows(limit, many, 0, false, true) == limit);        // alone: the driver's own blocks
+  CHECK(next_block_rows(limit, many, 0, false, false) == floor);       // speed unknown: a probe
+  CHECK(next_block_rows(limit, 100, 0, false, false) == 100);          // never past the end
+  CHECK(next_block_rows(limit, many, 0.5, true, false) == limit);      // far from the end
   // Near the end: half of the device's share of what is left, not below the floor.
-  CHECK(next_block_rows(limit, std::uint64_t{1} << 22, 0.9) == std::uint64_t(0.45 * double(1 << 22)));
-  CHECK(next_block_rows(limit, std::uint64_t{1} << 22, 0.01) == detail::min_shared_block_rows);
-  CHECK(next_block_rows(1000, std::uint64_t{1} << 22, 0.01) == 1000);     // a floor above the limit is the limit
-  CHECK(next_block_rows(limit, 7, 0.01) == 7);
+  CHECK(next_block_rows(limit, std::uint64_t{1} << 22, 0.9, true, false) == std::uint64_t(0.45 * double(1 << 22)));
+  CHECK(next_block_rows(limit, std::uint64_t{1} << 22, 0.1, true, false) == floor);
+  CHECK(next_block_rows(1000, std::uint64_t{1} << 22, 0.01, true, false) == 1000);  // a floor above the limit is the limit
+  // A slow device whose smallest block would outlast the others' finish of everything left
+  // takes none; the fastest always takes one.
+  CHECK(next_block_rows(limit, std::uint64_t{1} << 22, 0.01, true, false) == 0);
+  CHECK(next_block_rows(limit, 7, 0.01, true, false) == 0);
+  CHECK(next_block_rows(limit, 7, 0.9, true, false) == 7);
+  CHECK(next_block_rows(limit, 0, 0.9, true, false) == 0);
+}
+
+TEST_CASE("the shared queue: a device's speed from its finished blocks, a slow device stops taking blocks") {
+  const std::uint64_t rows = std::uint64_t{1} << 30;  // a queue of row ranges: no rows exist
+  const std::uint64_t limit = std::uint64_t{1} << 22;
+  detail::block_queue queue(rows, 2);
+  // Two slots each: the first two requests of each device are probes, nothing finished yet.
+  for (std::size_t d : {0u, 1u}) {
+    for (int k = 0; k < 2; ++k) CHECK(queue.next(d, limit, 2)->second == detail::min_shared_block_rows);
+  }
+  // Device 0 finishes blocks quickly and asks often; device 1 asks once, much later.
+  std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  for (int k = 0; k < 40; ++k) {
+    const auto r = queue.next(0, limit, 2);
+    REQUIRE(r);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  // Device 1 finished one probe in 200 ms; device 0 did 40 blocks in 2 ms: device 1 is far too
+  // slow for what is left and takes nothing more, device 0 keeps taking blocks to the end.
+  CHECK_FALSE(queue.next(1, limit, 2));
+  std::uint64_t blocks = 0;
+  while (queue.next(0, limit, 2)) ++blocks;
+  CHECK(blocks > 0);
+  CHECK(queue.handed_out() == rows);
+  CHECK(queue.rows_of(1) == 2 * detail::min_shared_block_rows);
 }
 
 TEST_CASE("the partials merge on the member that aggregated the most rows") {

@@ -4,7 +4,9 @@
 // come from block_size.hpp. A failure anywhere cancels the queue: every device then stops
 // taking blocks, and the query fails instead of returning the rows some devices did.
 
+#include <algorithm>
 #include <chrono>
+#include <deque>
 #include <cstdint>
 #include <mutex>
 #include <optional>
@@ -21,19 +23,39 @@ class block_queue {
 
   block_queue(std::uint64_t rows, std::size_t devices) : rows_(rows), devices_(devices) {}
 
-  /// The next block for member `device`, whose driver takes at most `limit` rows a block;
-  /// std::nullopt when no row is left or the queue was cancelled.
-  std::optional<range> next(std::size_t device, std::uint64_t limit) {
+  /// The next block for member `device`, whose driver takes at most `limit` rows a block and
+  /// holds up to `window` blocks in flight; std::nullopt when no row is left for it (all handed
+  /// out, the device too slow for what is left: block_size.hpp) or the queue was cancelled.
+  /// A driver asks only when a slot is free (aggregation_driver::run_blocks), so once `window`
+  /// blocks are in flight each request means the oldest of them has finished: the finished
+  /// rows over the time since the device's first request are its measured speed.
+  std::optional<range> next(std::size_t device, std::uint64_t limit, std::size_t window = 2) {
     const auto now = std::chrono::steady_clock::now();
     const std::lock_guard lock(mutex_);
     if (cancelled_ || cursor_ >= rows_) return std::nullopt;
     auto& mine = devices_[device];
     if (mine.blocks == 0) mine.first_request = now;
-    const std::uint64_t count = next_block_rows(limit, rows_ - cursor_, share_of(device, now));
+    if (mine.in_flight.size() >= std::max<std::size_t>(window, 1)) {
+      mine.finished += mine.in_flight.front();
+      mine.in_flight.pop_front();
+      mine.last_finish = now;
+    }
+    const auto [share, measured] = share_of(device);
+    const bool last_active = std::count_if(devices_.begin(), devices_.end(),
+                                           [](const member& m) { return !m.stopped; }) == 1;
+    std::uint64_t count = next_block_rows(limit, rows_ - cursor_, share, measured, devices_.size() == 1);
+    if (count == 0) {
+      if (!last_active) {  // the others finish the rest sooner without it
+        mine.stopped = true;
+        return std::nullopt;
+      }
+      count = std::min(limit, rows_ - cursor_);  // never leave rows to no one
+    }
     const range handed{cursor_, count};
     cursor_ += count;
     mine.rows += count;
     mine.blocks += 1;
+    mine.in_flight.push_back(count);
     return handed;
   }
 
@@ -59,27 +81,35 @@ class block_queue {
 
  private:
   struct member {
-    std::uint64_t rows = 0;
+    std::uint64_t rows = 0;       // handed out
+    std::uint64_t finished = 0;   // of those, finished (known at the device's later requests)
     std::size_t blocks = 0;
+    bool stopped = false;  // takes no more blocks (too slow for what was left)
+    std::deque<std::uint64_t> in_flight;
     std::chrono::steady_clock::time_point first_request;
+    std::chrono::steady_clock::time_point last_finish;
   };
 
-  /// Member `device`'s share of the set's rows per second: rows taken since its first request,
-  /// over that time. A member's rows include the block it is running, an overestimate equal
-  /// for all members in steady state. 0 until every member has taken two blocks (no rate yet).
-  double share_of(std::size_t device, std::chrono::steady_clock::time_point now) const {
+  /// Member `device`'s share of the set's rows per second, each member's speed its finished
+  /// rows over the time from its first request to its last finished block, among the members
+  /// whose speed is known; and whether its own speed is known. Members still setting up or
+  /// running their first blocks are left out (one that builds its programs for a second must
+  /// not keep the others in probe-sized blocks). A member that stopped taking blocks keeps its
+  /// speed in the total: it is still finishing its last blocks.
+  std::pair<double, bool> share_of(std::size_t device) const {
     double total = 0;
     double own = 0;
     for (std::size_t i = 0; i < devices_.size(); ++i) {
       const auto& m = devices_[i];
-      if (m.blocks < 2) return 0;
-      const double seconds = std::chrono::duration<double>(now - m.first_request).count();
-      if (seconds <= 0) return 0;
-      const double rate = double(m.rows) / seconds;
+      if (m.finished == 0) continue;
+      const double seconds = std::chrono::duration<double>(m.last_finish - m.first_request).count();
+      if (seconds <= 0) continue;
+      const double rate = double(m.finished) / seconds;
       total += rate;
       if (i == device) own = rate;
     }
-    return total > 0 ? own / total : 0;
+    if (own <= 0) return {0.0, false};
+    return {own / total, true};
   }
 
   mutable std::mutex mutex_;

@@ -1,17 +1,24 @@
 #pragma once
 // DECISION: the rows of the next block a device takes from the shared queue of a multi-device
-// query. Everything that sets a block's size across devices is here.
+// query, and whether it takes one at all. Everything that sets a block's size across devices
+// is here.
 //
 // Each device takes the next block when it has a free slot (block_queue.hpp), so a slow device
-// takes fewer blocks with no split fixed in advance. Full blocks (the device's own plan:
-// block_rows(), its staging buffers' size) keep the per-block cost (a launch, a counter read,
-// about 20 to 50 us on a GPU, more on PoCL) small against the block's work. What full blocks
-// get wrong is the end: the query waits for the last block of the slowest device, and a CPU
-// taking a 4 Mi-row block while a GPU could do it in a tenth of the time holds the query up by
-// that block. So, as rows run out, a device's block shrinks to about half of the rows it
-// would do, at its measured share of the set's throughput, in the time the whole set needs for
-// what is left (guided self-scheduling, weighted by speed): every device then finishes its
-// last block at about the same moment. A floor keeps the per-block cost bounded.
+// takes fewer blocks with no split fixed in advance. Three rules:
+// - Probe first. Until a device has finished a block its speed is unknown, and a full block
+//   (the device's own plan: block_rows(), 4 Mi rows of host input) taken by a slow member at the
+//   start can outlast the fast member's whole query (a CPU at 0.4 G rows/s beside a GPU fed at
+//   6 G rows/s: two 4 Mi-row blocks take the CPU 20 ms, the GPU's whole 2^27-row query 21 ms).
+//   So in a set of several, a device's first blocks have the floor's size; the others' speeds
+//   count as they become known.
+// - Then full blocks while many rows remain, and near the end a device's block shrinks to about
+//   half of the rows it would do, at its measured share of the set's throughput, in the time
+//   the whole set needs for what is left (guided self-scheduling, weighted by speed): every
+//   device then finishes its last block at about the same moment. A floor keeps the per-block
+//   cost (a launch, a counter read: 20 to 50 us on a GPU, more on PoCL) small.
+// - A device whose floor-sized block would end after the others finish every remaining row
+//   without it (the block exceeds its share of what is left) takes no more blocks: a slow
+//   member must never hold the query up.
 
 #include <algorithm>
 #include <cstdint>
@@ -24,15 +31,20 @@ namespace gpuagg::detail {
 inline constexpr std::uint64_t min_shared_block_rows = std::uint64_t{1} << 18;
 
 /// Rows of the next block for a device whose driver takes at most `limit` rows a block, when
-/// `remaining` rows are not handed out yet and the device has done `share` (0 to 1; 0 when not
-/// measured yet) of the rows the set has done per second.
-inline std::uint64_t next_block_rows(std::uint64_t limit, std::uint64_t remaining, double share) {
+/// `remaining` rows are not handed out yet and the device does `share` (0 to 1) of the rows the
+/// members whose speed is known do per second; `measured`: whether this device's speed is
+/// known (it finished a block), `alone`: the set has one member. 0: the device takes no more
+/// blocks.
+inline std::uint64_t next_block_rows(std::uint64_t limit, std::uint64_t remaining, double share, bool measured,
+                                     bool alone) {
   const std::uint64_t floor = std::min(limit, min_shared_block_rows);
-  std::uint64_t rows = limit;
-  if (share > 0) {
-    const double fair = 0.5 * share * double(remaining);
-    rows = std::clamp<std::uint64_t>(static_cast<std::uint64_t>(fair), floor, limit);
-  }
+  if (remaining == 0) return 0;
+  if (alone) return std::min(limit, remaining);
+  if (!measured) return std::min(floor, remaining);
+  const double due = share * double(remaining);  // its rows if all finished together
+  if (double(std::min(floor, remaining)) > due && share < 0.5) return 0;
+  const double fair = 0.5 * due;
+  const auto rows = std::clamp<std::uint64_t>(static_cast<std::uint64_t>(fair), floor, limit);
   return std::min(rows, remaining);
 }
 

@@ -183,7 +183,8 @@ auto run_on_devices(const device_set& devices, const std::vector<column_data>& c
           }
           const auto running = clock::now();
           const std::uint64_t limit = driver.block_rows();
-          driver.run_blocks([&queue, i, limit] { return queue.next(i, limit); }, fixed);
+          const std::size_t window = std::max<std::size_t>(opts.blocks_in_flight, 1);
+          driver.run_blocks([&queue, i, limit, window] { return queue.next(i, limit, window); }, fixed);
           shares[i].run_seconds = since(running);
         } catch (...) {
           if (!announced) set_up[i].set_value();
