@@ -113,7 +113,9 @@ device_column<T> upload(const std::vector<T>& host) {
 template <class T>
 std::vector<T> download(const cl::Buffer& buffer, std::size_t n) {
   std::vector<T> out(n);
-  if (n > 0) REQUIRE(ctx().compute_queue().enqueueReadBuffer(buffer, CL_TRUE, 0, n * sizeof(T), out.data()) == CL_SUCCESS);
+  if (n > 0) {
+    REQUIRE(ctx().compute_queue().enqueueReadBuffer(buffer, CL_TRUE, 0, n * sizeof(T), out.data()) == CL_SUCCESS);
+  }
   return out;
 }
 
@@ -200,8 +202,9 @@ void run_case(const fuzz_case& c, std::mt19937_64& rng) {
       const auto s8 = as_span(v8);
       got = split([&](const auto&... k) {
         const auto spans = std::make_tuple(as_span(k)...);
-        return std::apply([&](const auto&... s) { return group_by(gpuagg::keys(s.first...), values(s64.first, s8.first), q, opts); },
-                          spans);
+        return std::apply(
+            [&](const auto&... s) { return group_by(gpuagg::keys(s.first...), values(s64.first, s8.first), q, opts); },
+            spans);
       });
       break;
     }
