@@ -35,6 +35,10 @@
 // The last line is the summary of the default tuner (tuner_params{}), effort against the
 // --reference (section3 unless asked), after a line with both references' medians:
 //   tuner-eval: cases=N within_1pct=F worst=F median_effort=F
+// --held-out FILE replays recordings on which no parameter of the tuner was chosen, reported on
+// a line of their own (tuner-eval held-out: ...): the in-sample figures above are the ones the
+// parameters were fitted to. --min-within-1pct, --max-worst and --max-median-effort make the
+// exit status fail when the in-sample summary falls below the figures the docs state.
 
 #include <gpuagg/tuner.hpp>
 
@@ -886,6 +890,14 @@ int main(int argc, char** argv) {
   app.add_flag("--wrap-to-start", wrap_to_start,
                "past the recorded blocks, cycle from block 0 (the earlier replay rule) instead of over the later "
                "half");
+  std::vector<std::string> held_out_files;
+  app.add_option("--held-out", held_out_files,
+                 "also replay this recording (no tuner parameter chosen on it) and report it on its own line; "
+                 "repeatable");
+  std::optional<double> min_within, max_worst, max_effort;
+  app.add_option("--min-within-1pct", min_within, "fail (exit 1) when the default's within_1pct is below this");
+  app.add_option("--max-worst", max_worst, "fail (exit 1) when the default's worst quality is above this");
+  app.add_option("--max-median-effort", max_effort, "fail (exit 1) when the default's median effort is above this");
   CLI11_PARSE(app, argc, argv);
   options.reference = reference == "strict" ? effort_reference::strict : effort_reference::section3;
   if (wrap_to_start) options.wrap = wrap_rule::from_start;
@@ -1085,7 +1097,34 @@ int main(int argc, char** argv) {
   std::printf("tuner-eval references: median_effort section3 (every configuration on the %u-block input)=%.4f "
               "strict (ProcessBlocksWith on every configuration)=%.4f\n",
               options.query_blocks, shipped.median_effort_section3, shipped.median_effort_strict);
+  int status = shipped.cases > 0 ? 0 : 1;
+  // Held-out recordings: the default tuner per case, on spaces no parameter was chosen on.
+  for (const std::string& file : held_out_files) {
+    recording held;
+    try {
+      std::ifstream in(file);
+      if (!in) throw std::runtime_error("cannot open " + file);
+      held = read_recording(in, file, only, only_groups);
+    } catch (const std::exception& e) {
+      std::cerr << "tuner_eval: --held-out: " << e.what() << '\n';
+      return 2;
+    }
+    std::vector<const recorded_space*> held_cases;
+    for (auto& [key, space] : held.cases) held_cases.push_back(&space);
+    const summary h = summarize(replay_all(held_cases, held.bounds, options).refined);
+    std::printf("tuner-eval held-out (%s): cases=%zu within_1pct=%.4f worst=%.4f median_effort=%.4f\n", file.c_str(),
+                h.cases, h.within_1pct, h.worst, h.median_effort);
+    if (h.cases == 0) status = 1;
+  }
   std::printf("tuner-eval: cases=%zu within_1pct=%.4f worst=%.4f median_effort=%.4f\n", shipped.cases,
               shipped.within_1pct, shipped.worst, shipped.median_effort);
-  return shipped.cases > 0 ? 0 : 1;
+  const auto below = [&](const char* what, bool failed, double value, double bound) {
+    if (!failed) return;
+    std::printf("tuner-eval: FAILED %s=%.4f, bound %.4f\n", what, value, bound);
+    status = 1;
+  };
+  if (min_within) below("within_1pct", shipped.within_1pct < *min_within, shipped.within_1pct, *min_within);
+  if (max_worst) below("worst", shipped.worst > *max_worst, shipped.worst, *max_worst);
+  if (max_effort) below("median_effort", shipped.median_effort > *max_effort, shipped.median_effort, *max_effort);
+  return status;
 }

@@ -227,7 +227,9 @@ TEST_CASE("float and double values: NaN above every number, sums in double") {
   // repeated `copies` times (shuffled), which changes only the counts.
   const std::vector<std::int64_t> pattern_keys{4, 1, 2, 1, 3, 1, 2, 3, 4};
   const std::vector<double> pattern_vals{inf, 2.0, nan, nan, inf, -3.0, nan, -inf, 1.0};
-  std::mt19937_64 rng(fresh_seed());
+  const auto rng_seed = fresh_seed();
+  CAPTURE(rng_seed);
+  std::mt19937_64 rng(rng_seed);
   for (const std::size_t copies : {1u, 701u}) {
     CAPTURE(copies);
     std::vector<std::size_t> order(pattern_keys.size() * copies);
@@ -258,7 +260,9 @@ TEST_CASE("float and double values: NaN above every number, sums in double") {
 }
 
 TEST_CASE("stats and the timing out-parameter; a second query of the same shape builds no program") {
-  std::mt19937_64 rng(fresh_seed());
+  const auto rng_seed = fresh_seed();
+  CAPTURE(rng_seed);
+  std::mt19937_64 rng(rng_seed);
   const auto dictionary = key_dictionary<std::int64_t>(500, rng);
   const auto keys = draw_keys(dictionary, 10'001, distribution::uniform, rng);
   const auto vals = random_values<std::int32_t>(keys.size(), rng);

@@ -67,7 +67,9 @@ TEST_CASE("a program built in one context is loaded from disk in the next, which
 
 TEST_CASE("a query in a new process-like context builds no program when the disk cache has them") {
   const cache_dir dir("query");
-  std::mt19937_64 rng(fresh_seed());
+  const auto rng_seed = fresh_seed();
+  CAPTURE(rng_seed);
+  std::mt19937_64 rng(rng_seed);
   const auto keys = draw_keys(key_dictionary<std::uint32_t>(3000, rng), 50'000, distribution::uniform, rng);
   const auto values = random_values<std::int32_t>(keys.size(), rng);
   auto [v] = columns<1>;

@@ -109,7 +109,9 @@ void check_hash_agrees() {
                              "}\n";
   auto& c = ctx();
   auto kernel = c.kernel(c.program(source), "homes");
-  std::mt19937_64 rng(fresh_seed());
+  const auto rng_seed = fresh_seed();
+  CAPTURE(rng_seed);
+  std::mt19937_64 rng(rng_seed);
   std::vector<Bits> keys(1024);
   for (auto& k : keys) k = static_cast<Bits>(rng());
   keys[0] = 0;
@@ -151,7 +153,9 @@ TEST_CASE("PARTITION's kernels order a block's rows into runs by table region, l
   cl::Kernel count = c.kernel(program, "gpuagg_partition_count");
   cl::Kernel scan = c.kernel(program, "gpuagg_partition_scan");
   cl::Kernel scatter = c.kernel(program, "gpuagg_partition_scatter");
-  std::mt19937_64 rng(fresh_seed());
+  const auto rng_seed = fresh_seed();
+  CAPTURE(rng_seed);
+  std::mt19937_64 rng(rng_seed);
   const std::size_t first = 77, rows = 100'003, total = first + rows;
   std::vector<std::uint32_t> keys(total), vals(total);
   for (std::size_t i = 0; i < total; ++i) {
