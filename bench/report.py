@@ -767,6 +767,11 @@ def table_files(res):
         else:
             what, part = "not a run of record this script knows", "-"
         path = res.path(name)
+        if os.path.isdir(path):
+            if name == "held_out":
+                what, part = "recorded search spaces no tuner parameter was chosen on (its README.md)", "space"
+            out.append([f"`{name}/`", what, f"{len(os.listdir(path))} files", part])
+            continue
         lines = sum(1 for _ in open(path, errors="replace")) - (1 if name.endswith(".csv") else 0)
         out.append([f"`{name}`", what, str(lines), part])
     return table(["file", "what", "rows (lines)", "suite part"], out)
