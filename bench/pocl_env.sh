@@ -7,6 +7,14 @@
 _gpuagg_pocl_tar="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/.device/pocl.tar.xz"
 export GPUAGG_POCL=/tmp/gpuagg-pocl
 if [ ! -f "$GPUAGG_POCL/.unpacked" ]; then
+  if [ ! -f "$_gpuagg_pocl_tar" ]; then
+    # stage_pocl.sh's two parts: one carried by an earlier command into /tmp/gpuagg-pocl-parts,
+    # the other here in .device (or both here).
+    mkdir -p /tmp/gpuagg-pocl-parts
+    cp "$(dirname "$_gpuagg_pocl_tar")"/pocl.part.* /tmp/gpuagg-pocl-parts/ 2> /dev/null
+    cat /tmp/gpuagg-pocl-parts/pocl.part.* > /tmp/gpuagg-pocl.tar.xz
+    _gpuagg_pocl_tar=/tmp/gpuagg-pocl.tar.xz
+  fi
   mkdir -p "$GPUAGG_POCL" && tar xJf "$_gpuagg_pocl_tar" -C "$GPUAGG_POCL" && touch "$GPUAGG_POCL/.unpacked"
 fi
 # The packed libraries the system lacks (by soname, as the dynamic loader sees it) go on

@@ -58,10 +58,21 @@ for so in libclang-cpp.so.15 libLLVM-15.so.1 libhwloc.so.15 libz3.so.4 libxml2.s
   cp "$real" "$stage/fallback/$so"
 done
 ( cd "$stage/fallback" && ls ) > "$stage/fallback.list"
-# Only the kernel library of the x86-64 variants PoCL picks from the CPU's features; no docs.
+# Only the kernel libraries of the x86-64 variants a server CPU picks (AVX-512, AVX2) and the
+# generic fallback; no docs.
 rm -rf "$stage/usr/share/doc"
+find "$stage/usr/share/pocl" -name 'kernel-x86_64-*.bc' ! -name '*-GENERIC.bc' ! -name '*-avx2.bc' \
+  ! -name '*-avx512.bc' -delete
 
 mkdir -p "$root/.device"
-tar -C "$stage" -cf - . | xz -T0 -9 > "$out"
-echo "stage_pocl.sh: $(du -h "$out" | cut -f1) in $out; .device holds $(du -sh "$root/.device" | cut -f1) (carry limit 64 MiB)"
-echo "  on the GPU machine: source .device/setup.sh && source bench/pocl_env.sh && clinfo -l"
+tar -C "$stage" -cf - . | xz -T0 -9e > "$out"
+# The tracked tree travels with every device command and counts against the same 64 MiB as the
+# carried paths, so the tarball goes in two parts, carried by two commands on one warm machine
+# (docs/multi_device.md): the first copies its part to /tmp/gpuagg-pocl-parts, pocl_env.sh
+# joins them in the second.
+rm -f "$root"/.device/pocl.part.*
+split -b 40M "$out" "$root/.device/pocl.part."
+rm -f "$out"
+echo "stage_pocl.sh: $(du -ch "$root"/.device/pocl.part.* | tail -1 | cut -f1) in $root/.device/pocl.part.*"
+echo "  on the GPU machine, command 1 (carry .device/pocl.part.aa and the kit): mkdir -p /tmp/gpuagg-pocl-parts && cp .device/pocl.part.aa /tmp/gpuagg-pocl-parts/"
+echo "  command 2 (carry .device/pocl.part.ab and the kit): source .device/setup.sh && source bench/pocl_env.sh && clinfo -l"
