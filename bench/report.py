@@ -59,6 +59,8 @@ FILES = {
 # Files in a results folder that no table reads (kept for other tools).
 OTHER_FILES = {
     "suite.log": ("the suite's log", "every part"),
+    "plan_sweep.csv": ("the oracle's sweeps bench/plan_data.py wrote plan_data.hpp's H100 entry from",
+                       "uniform, skew (an earlier run of the same code's oracle)"),
     "search_space.csv": ("the earlier recording of the spaces (8 blocks per configuration), for tuner_eval",
                          "none (git history has its command)"),
     "profile_reference.csv": ("the OpenCL run the CUDA twin is compared with", "profile"),
