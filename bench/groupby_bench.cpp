@@ -201,6 +201,18 @@ double kernel_seconds(const query_stats& s) {
          s.estimate_seconds;
 }
 
+/// A timed query's verdict against the dataset's reference (its group count and the checksum of
+/// every (key, sum) pair), and its profiled kernel time.
+void finish(run& r, const dataset& d, std::uint64_t groups, std::uint64_t checksum) {
+  if (groups != d.groups) {
+    r.why = "groups " + std::to_string(groups) + " != " + std::to_string(d.groups);
+  } else if (checksum != d.checksum) {
+    r.why = "checksum";
+  }
+  r.kernel_seconds = kernel_seconds(r.stats);
+  r.verified = r.why.empty();
+}
+
 /// The checksum of a composite-key result's (a << 32 | b, sum) pairs, read back after the timing.
 template <class Result>
 std::uint64_t host_pair_checksum(const Result& out) {
@@ -245,13 +257,7 @@ run timed_pair_query(context& ctx, const dataset& d, const settings& s, const op
     groups = out.size();
     checksum = host_pair_checksum(out);
   }
-  if (groups != d.groups) {
-    r.why = "groups " + std::to_string(groups) + " != " + std::to_string(d.groups);
-  } else if (checksum != d.checksum) {
-    r.why = "checksum";
-  }
-  r.kernel_seconds = kernel_seconds(r.stats);
-  r.verified = r.why.empty();
+  finish(r, d, groups, checksum);
   return r;
 }
 
@@ -265,12 +271,11 @@ run timed_query(context& ctx, const dataset& d, const settings& s, const options
                                         device_column<std::uint32_t>(d.vals_dev, d.rows), the_query, opts);
     r.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     r.stats = out.stats;
-    if (out.size() != d.groups) {
-      r.why = "groups " + std::to_string(out.size()) + " != " + std::to_string(d.groups);
-    } else if (gpuagg_bench::device_checksum<std::uint32_t, std::int64_t>(ctx, out.keys, out.column<0>(), out.size()) !=
-               d.checksum) {
-      r.why = "checksum";
-    }
+    const std::uint64_t checksum =
+        out.size() == d.groups
+            ? gpuagg_bench::device_checksum<std::uint32_t, std::int64_t>(ctx, out.keys, out.column<0>(), out.size())
+            : 0;
+    finish(r, d, out.size(), checksum);
   } else {
     const auto start = std::chrono::steady_clock::now();
     const auto out = s.input == "pinned" ? group_by(d.keys_pinned, d.vals_pinned, the_query, opts)
@@ -279,14 +284,8 @@ run timed_query(context& ctx, const dataset& d, const settings& s, const options
     r.stats = out.stats;
     std::uint64_t sum = 0;
     for (std::size_t i = 0; i < out.size(); ++i) sum += pair_checksum(out.keys[i], std::uint64_t(out.column<0>()[i]));
-    if (out.size() != d.groups) {
-      r.why = "groups " + std::to_string(out.size()) + " != " + std::to_string(d.groups);
-    } else if (sum != d.checksum) {
-      r.why = "checksum";
-    }
+    finish(r, d, out.size(), sum);
   }
-  r.kernel_seconds = kernel_seconds(r.stats);
-  r.verified = r.why.empty();
   return r;
 }
 

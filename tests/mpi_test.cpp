@@ -12,18 +12,13 @@
 #include <iomanip>
 
 #include "mpi_support.hpp"
+#include "all_kinds.hpp"
 
 using namespace gpuagg;
 using namespace gpuagg_test;
 using namespace gpuagg_mpi_test;
 
 namespace {
-
-// avg keeps a sum and a count, min and max keep their own: every kind of accumulator travels.
-const auto all_kinds = select(sum(col<0>), count(), min(col<0>), max(col<0>), avg(col<0>));
-
-template <class Key>
-using all_kinds_bound = bound_query<single_key<Key>, std::remove_const_t<decltype(all_kinds)>, std::int64_t>;
 
 /// The all_kinds query over int64 values, checked distributed and gathered.
 template <class Key>

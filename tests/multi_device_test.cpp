@@ -10,16 +10,12 @@
 #include <gpuagg/multi_device.hpp>
 
 #include "support.hpp"
+#include "all_kinds.hpp"
 
 using namespace gpuagg;
 using namespace gpuagg_test;
 
 namespace {
-
-const auto all_kinds = select(sum(col<0>), count(), min(col<0>), max(col<0>), avg(col<0>));
-
-template <class Key>
-using all_kinds_bound = bound_query<single_key<Key>, std::remove_const_t<decltype(all_kinds)>, std::int64_t>;
 
 /// Two members: devices 0 and 1 where there are two, else device 0 twice.
 const device_set& two_devices() {

@@ -8,17 +8,12 @@
 #include <utility>
 
 #include "support.hpp"
+#include "all_kinds.hpp"
 
 using namespace gpuagg;
 using namespace gpuagg_test;
 
 namespace {
-
-// avg keeps a sum and a count: a finalized average could not be combined, a partial one can.
-const auto all_kinds = select(sum(col<0>), count(), min(col<0>), max(col<0>), avg(col<0>));
-
-template <class Key>
-using all_kinds_bound = bound_query<single_key<Key>, std::remove_const_t<decltype(all_kinds)>, std::int64_t>;
 
 template <class Key>
 auto reference(const std::vector<Key>& keys, const std::vector<std::int64_t>& vals) {
