@@ -36,6 +36,7 @@
 #include "strategy.hpp"
 #include "tuner.hpp"
 #include "types.hpp"
+#include "wide_keys.hpp"
 
 namespace gpuagg {
 
@@ -46,8 +47,10 @@ constexpr std::tuple<const Columns&...> values(const Columns&... cols) {
 }
 
 /// Several key columns, by reference: `group_by(keys(returnflag, linestatus), ...)` groups by
-/// their combination (GROUP BY a, b). Their bits together must fit 64 (packed_key, key.hpp);
-/// the result has one key column per key (result::keys.column<c>()).
+/// their combination (GROUP BY a, b); the result has one key column per key
+/// (result::keys.column<c>()). Columns whose bits together fit 64 pack into one key word
+/// (packed_key, key.hpp) and work everywhere; wider ones (up to 4 x 64 bits) go through the key
+/// dictionary (wide_keys.hpp) in group_by and group_by_on_device.
 template <class... Columns>
 struct key_columns_ref {
   std::tuple<const Columns&...> columns;
@@ -97,8 +100,27 @@ template <class... Columns>
 struct key_policy_for<key_columns_ref<Columns...>> {
   static_assert((key_type<column_element_t<Columns>> && ...),
                 "gpuagg: keys must be 8-, 16-, 32- or 64-bit integers (int8_t ... uint64_t)");
+  static_assert(!wide_key_types<column_element_t<Columns>...>,
+                "gpuagg: key columns wider than 64 bits together go through the key dictionary, which only "
+                "group_by and group_by_on_device run; make_driver, tuned_group_by, several devices and MPI take "
+                "key columns whose bits fit 64 (8- and 16-bit types pack tightly)");
   using type = packed_key<column_element_t<Columns>...>;
 };
+
+/// Whether group_by's keys are columns wider than 64 bits together (the key dictionary's path).
+template <class K>
+inline constexpr bool is_wide_key_input = false;
+template <class... Columns>
+inline constexpr bool is_wide_key_input<key_columns_ref<Columns...>> =
+    (key_type<column_element_t<Columns>> && ...) && wide_key_types<column_element_t<Columns>...>;
+
+template <class ValueTuple>
+std::vector<column_data> value_column_list(const ValueTuple& values) {
+  std::vector<column_data> list;
+  std::apply([&](const auto&... c) { (list.push_back(column_traits<std::remove_cvref_t<decltype(c)>>::data(c)), ...); },
+             values);
+  return list;
+}
 
 template <class KeyInput, class Query, class ValueTuple>
 struct bound_for;
@@ -123,17 +145,15 @@ struct host_result_for<Key, std::tuple<Outputs...>> {
 template <class KeyColumn, class ValueTuple>
 std::vector<column_data> column_list(const KeyColumn& keys, const ValueTuple& values) {
   std::vector<column_data> list{column_traits<std::remove_cvref_t<KeyColumn>>::data(keys)};
-  std::apply([&](const auto&... c) { (list.push_back(column_traits<std::remove_cvref_t<decltype(c)>>::data(c)), ...); },
-             values);
+  const auto rest = value_column_list(values);
+  list.insert(list.end(), rest.begin(), rest.end());
   return list;
 }
 template <class... KeyColumns, class ValueTuple>
 std::vector<column_data> column_list(const key_columns_ref<KeyColumns...>& keys, const ValueTuple& values) {
-  std::vector<column_data> list;
-  std::apply([&](const auto&... c) { (list.push_back(column_traits<std::remove_cvref_t<decltype(c)>>::data(c)), ...); },
-             keys.columns);
-  std::apply([&](const auto&... c) { (list.push_back(column_traits<std::remove_cvref_t<decltype(c)>>::data(c)), ...); },
-             values);
+  auto list = value_column_list(keys.columns);
+  const auto rest = value_column_list(values);
+  list.insert(list.end(), rest.begin(), rest.end());
   return list;
 }
 
@@ -227,11 +247,18 @@ std::optional<tuning_report> run_query(Driver& driver, const options& opts, bool
 /// device_column (all on the host or all on the device).
 template <class Query, key_input KeyColumn, class Values>
 auto group_by(const KeyColumn& keys, const Values& values, Query query, const options& opts = {}) {
-  auto driver = make_driver(keys, values, query, opts);
-  using bound = typename std::remove_reference_t<decltype(*driver)>::bound_type;
-  using finisher = detail::host_result_for<typename bound::key::value_type, typename bound::output_tuple>;
-  detail::run_query<tuner_params{}>(*driver, opts);
-  return finisher::finalize(*driver);
+  if constexpr (detail::is_wide_key_input<KeyColumn>) {
+    return detail::wide_group_by(keys.columns, detail::value_column_list(detail::as_value_tuple(values)), opts,
+                                 [&](const auto& ids, const options& by_id) {
+                                   return group_by(ids, values, typename detail::query_over_ids<Query>::type{}, by_id);
+                                 });
+  } else {
+    auto driver = make_driver(keys, values, query, opts);
+    using bound = typename std::remove_reference_t<decltype(*driver)>::bound_type;
+    using finisher = detail::host_result_for<typename bound::key::value_type, typename bound::output_tuple>;
+    detail::run_query<tuner_params{}>(*driver, opts);
+    return finisher::finalize(*driver);
+  }
 }
 
 /// As group_by, always tuned with Algorithm 1 configured by `Params` (unless the caller fixes
@@ -249,11 +276,19 @@ auto tuned_group_by(const KeyColumn& keys, const Values& values, Query query, co
 /// As group_by, with the result left in device buffers.
 template <class Query, key_input KeyColumn, class Values>
 auto group_by_on_device(const KeyColumn& keys, const Values& values, Query query, const options& opts = {}) {
-  auto driver = make_driver(keys, values, query, opts);
-  using bound = typename std::remove_reference_t<decltype(*driver)>::bound_type;
-  using finisher = detail::host_result_for<typename bound::key::value_type, typename bound::output_tuple>;
-  detail::run_query<tuner_params{}>(*driver, opts);
-  return finisher::finalize_on_device(*driver);
+  if constexpr (detail::is_wide_key_input<KeyColumn>) {
+    return detail::wide_group_by(keys.columns, detail::value_column_list(detail::as_value_tuple(values)), opts,
+                                 [&](const auto& ids, const options& by_id) {
+                                   return group_by_on_device(ids, values,
+                                                             typename detail::query_over_ids<Query>::type{}, by_id);
+                                 });
+  } else {
+    auto driver = make_driver(keys, values, query, opts);
+    using bound = typename std::remove_reference_t<decltype(*driver)>::bound_type;
+    using finisher = detail::host_result_for<typename bound::key::value_type, typename bound::output_tuple>;
+    detail::run_query<tuner_params{}>(*driver, opts);
+    return finisher::finalize_on_device(*driver);
+  }
 }
 
 }  // namespace gpuagg

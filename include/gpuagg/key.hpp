@@ -8,6 +8,10 @@
 //   packed_key<T...>      2 to 4 integer columns whose bits together fit 64, packed into one
 //                         word, the first column in the high bits: every strategy and scheme
 //                         work on it as on one key
+//   tuple_key<T...>       2 to 4 integer columns wider than 64 bits together: no table word
+//                         holds them, so a device dictionary (wide_keys.hpp) hashes and
+//                         compares the whole tuple and gives each distinct one a dense id,
+//                         which the table then aggregates as its key
 
 #include <array>
 #include <cstddef>
@@ -198,6 +202,99 @@ struct packed_key {
                  fixed_string{"[from];"})...,
           fixed_string{"\n"});
     }(std::index_sequence_for<T...>{});
+  }();
+};
+
+/// Several integer key columns whose bits together exceed 64 (keys(a, b, ...) of wide
+/// columns). The OpenCL text defines the dictionary's view of a key (kernels/dictionary.hpp):
+///   TUPLE_KEY_PARAMS         the columns and their element offsets
+///   TUPLE_STORE_PARAMS       the dictionary's key store, one column per key column
+///   TUPLE_OUT_PARAMS         output key columns
+///   TUPLE_LOAD_ROW(row)      declares k0..kN-1, the key of input row `row`
+///   TUPLE_LOAD_STORED(id)    declares k0..kN-1, the key stored at `id`
+///   TUPLE_HASH_INTO(h)       declares h, a 64-bit hash of k0..kN-1
+///   TUPLE_STORE(id)          writes k0..kN-1 to the store at `id`
+///   TUPLE_EQUALS_STORED(id)  whether the store's key at `id` equals k0..kN-1
+///   TUPLE_WRITE_OUT(pos)     writes k0..kN-1 to the output columns at `pos`
+template <key_type... T>
+struct tuple_key {
+  static_assert(sizeof...(T) >= 2 && sizeof...(T) <= 4, "gpuagg: keys(...) takes 2 to 4 key columns");
+  using value_type = std::tuple<T...>;
+  static constexpr std::size_t columns = sizeof...(T);
+  static constexpr std::array<std::size_t, columns> column_bytes{sizeof(T)...};
+  static constexpr std::size_t total_bits = (std::size_t{0} + ... + (sizeof(T) * 8));
+
+  static constexpr auto name = [] {
+    constexpr auto part = []<std::size_t J>(std::integral_constant<std::size_t, J>) {
+      using column = std::tuple_element_t<J, value_type>;
+      if constexpr (J + 1 < columns) {
+        return detail::concat(cl_type_name<column>, detail::fixed_string{","});
+      } else {
+        return detail::concat(cl_type_name<column>, detail::fixed_string{")"});
+      }
+    };
+    return [&]<std::size_t... I>(std::index_sequence<I...>) {
+      return detail::concat(detail::fixed_string{"tuple("}, part(std::integral_constant<std::size_t, I>{})...);
+    }(std::make_index_sequence<columns>{});
+  }();
+
+  static constexpr auto cl_source = [] {
+    using detail::fixed_string;
+    using detail::to_fixed_string;
+    return [&]<std::size_t... I>(std::index_sequence<I...>) {
+      constexpr auto type = []<std::size_t J>(std::integral_constant<std::size_t, J>) {
+        return cl_type_name<std::tuple_element_t<J, value_type>>;
+      };
+      constexpr auto utype = []<std::size_t J>(std::integral_constant<std::size_t, J>) {
+        return cl_type_name<std::make_unsigned_t<std::tuple_element_t<J, value_type>>>;
+      };
+      constexpr auto comma = []<std::size_t J>(std::integral_constant<std::size_t, J>) {
+        if constexpr (J == 0) {
+          return fixed_string{" "};
+        } else {
+          return fixed_string{", "};
+        }
+      };
+      constexpr auto conj = []<std::size_t J>(std::integral_constant<std::size_t, J>) {
+        if constexpr (J == 0) {
+          return fixed_string{" "};
+        } else {
+          return fixed_string{" && "};
+        }
+      };
+      using std::integral_constant;
+      return concat(
+          fixed_string{"#define TUPLE_KEY_PARAMS"},
+          concat(comma(integral_constant<std::size_t, I>{}), fixed_string{"__global const "},
+                 type(integral_constant<std::size_t, I>{}), fixed_string{"* restrict key_in"}, to_fixed_string<I>(),
+                 fixed_string{", const ulong key_offset"}, to_fixed_string<I>())...,
+          fixed_string{"\n#define TUPLE_STORE_PARAMS"},
+          concat(fixed_string{", __global volatile "}, type(integral_constant<std::size_t, I>{}),
+                 fixed_string{"* store"}, to_fixed_string<I>())...,
+          fixed_string{"\n#define TUPLE_OUT_PARAMS"},
+          concat(fixed_string{", __global "}, type(integral_constant<std::size_t, I>{}),
+                 fixed_string{"* restrict key_out"}, to_fixed_string<I>())...,
+          fixed_string{"\n#define TUPLE_LOAD_ROW(row)"},
+          concat(fixed_string{" const "}, type(integral_constant<std::size_t, I>{}), fixed_string{" k"},
+                 to_fixed_string<I>(), fixed_string{" = key_in"}, to_fixed_string<I>(), fixed_string{"[key_offset"},
+                 to_fixed_string<I>(), fixed_string{" + (row)];"})...,
+          fixed_string{"\n#define TUPLE_LOAD_STORED(id)"},
+          concat(fixed_string{" const "}, type(integral_constant<std::size_t, I>{}), fixed_string{" k"},
+                 to_fixed_string<I>(), fixed_string{" = store"}, to_fixed_string<I>(), fixed_string{"[id];"})...,
+          fixed_string{"\n#define TUPLE_HASH_INTO(h) ulong h = 0ul;"},
+          concat(fixed_string{" h = gpuagg_tuple_mix(h, (ulong)("}, utype(integral_constant<std::size_t, I>{}),
+                 fixed_string{")k"}, to_fixed_string<I>(), fixed_string{");"})...,
+          fixed_string{" h = gpuagg_tuple_finish(h);\n#define TUPLE_STORE(id)"},
+          concat(fixed_string{" store"}, to_fixed_string<I>(), fixed_string{"[id] = k"}, to_fixed_string<I>(),
+                 fixed_string{";"})...,
+          fixed_string{"\n#define TUPLE_EQUALS_STORED(id) ("},
+          concat(conj(integral_constant<std::size_t, I>{}), fixed_string{"store"}, to_fixed_string<I>(),
+                 fixed_string{"[id] == k"}, to_fixed_string<I>())...,
+          fixed_string{")\n#define TUPLE_WRITE_OUT(pos)"},
+          concat(fixed_string{" key_out"}, to_fixed_string<I>(), fixed_string{"[pos] = k"}, to_fixed_string<I>(),
+                 fixed_string{";"})...,
+          fixed_string{"\n"});
+    }(std::make_index_sequence<columns>{});
   }();
 };
 

@@ -40,9 +40,10 @@ struct host_phase_seconds {
   double wait = 0;      ///< per block: waiting for AGGREGATE and its counters
   double growth = 0;    ///< table growths: rehash, merges and their counter reads
   double finalize = 0;  ///< FINALIZE: counters, result buffers, the launch, the result count (and copy)
+  double dictionary = 0;  ///< keys wider than 64 bits: their dictionary, ids in and keys out
 
   double total() const {
-    return sample + profile + estimate + programs + buffers + enqueue + wait + growth + finalize;
+    return sample + profile + estimate + programs + buffers + enqueue + wait + growth + finalize + dictionary;
   }
 };
 
@@ -70,6 +71,8 @@ struct query_stats {
   host_phase_seconds host;              ///< wall_seconds by phase
   std::size_t programs_built = 0;       ///< JIT builds this query caused (0 when cached)
   std::uint64_t peak_device_bytes = 0;  ///< largest device memory held at once by the query
+  double dictionary_seconds = 0;        ///< keys wider than 64 bits: profiled time of the key dictionary
+  unsigned dictionary_growths = 0;      ///< keys wider than 64 bits: times the key dictionary grew
 
   /// The strategy of the last block (the one a tuned query converged to).
   strategy_kind strategy() const { return blocks.empty() ? strategy_kind::shared : blocks.back().params.strategy; }
@@ -160,6 +163,10 @@ struct result {
 template <class Bound>
 class aggregation_driver;
 
+namespace detail {
+struct device_result_access;
+}  // namespace detail
+
 /// Result left on the device: buffers of size() elements. `keys` is the (first) key column;
 /// `key_columns` every key column (one for a single key).
 template <class Key, class... Outputs>
@@ -177,6 +184,7 @@ struct device_result {
  private:
   template <class Bound>
   friend class aggregation_driver;  // FINALIZE sets the size
+  friend struct detail::device_result_access;  // so does the wide keys' path (wide_keys.hpp)
   std::size_t size_ = 0;
 };
 
