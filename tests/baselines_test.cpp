@@ -96,7 +96,8 @@ TEST_CASE_TEMPLATE("sort + reduce_by_key and every sort + atomics variant match 
       if (groups == 1 && rows > 1 && d != distribution::uniform) continue;  // one group: one shape
       CAPTURE(rows);
       CAPTURE(groups);
-      CAPTURE(name(d));
+      const std::string distribution_shown = name(d);
+      CAPTURE(distribution_shown);
       const auto dictionary =
           key_dictionary<K>(d == distribution::all_distinct ? std::max<std::size_t>(rows, 1) : groups, rng);
       const auto keys = draw_keys(dictionary, rows, d, rng);
@@ -208,7 +209,8 @@ TEST_CASE("naive_local with fewer local entries than groups sends the rest to gl
   std::mt19937_64 rng(seed);
   const auto dictionary = key_dictionary<std::uint32_t>(4'000, rng);
   for (const auto d : {distribution::uniform, distribution::heavy_hitter, distribution::sorted_runs}) {
-    CAPTURE(name(d));
+    const std::string distribution_shown = name(d);
+    CAPTURE(distribution_shown);
     const auto keys = draw_keys(dictionary, 12'345, d, rng);
     const auto vals = random_values<std::int32_t>(keys.size(), rng);
     const auto expected = reference(keys, vals);

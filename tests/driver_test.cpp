@@ -41,7 +41,8 @@ TEST_CASE("a too-small hint grows the table and loses no group") {
   for (const auto strategy : all_strategies) {
     for (const auto d : {distribution::uniform, distribution::sorted_runs, distribution::all_distinct}) {
       CAPTURE(strategy);
-      CAPTURE(name(d));
+      const std::string distribution_shown = name(d);
+      CAPTURE(distribution_shown);
       const auto in = make_input(60'000, 20'000, d, rng);
       options opts;
       opts.expected_groups = 1;  // wrong by four orders of magnitude

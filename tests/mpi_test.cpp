@@ -40,7 +40,8 @@ TEST_CASE_TEMPLATE("random, zipf and heavy-hitter keys: each rank's groups and t
   CAPTURE(seed);
   std::mt19937_64 rng(seed);
   for (const auto d : {distribution::uniform, distribution::zipf, distribution::heavy_hitter}) {
-    CAPTURE(name(d));
+    const std::string distribution_shown = name(d);
+    CAPTURE(distribution_shown);
     // 3000 groups, the extremes and the empty marker's bits among them.
     const auto dictionary = key_dictionary<Key>(3000, rng);
     const auto keys = draw_keys(dictionary, 48'000, d, rng);

@@ -147,7 +147,8 @@ TEST_CASE_TEMPLATE("exact on every distribution and around block boundaries", Ke
   const auto dictionary = key_dictionary<Key>(3000, rng);
   for (const auto d : {distribution::uniform, distribution::zipf, distribution::heavy_hitter,
                        distribution::sorted_runs}) {
-    CAPTURE(name(d));
+    const std::string distribution_shown = name(d);
+    CAPTURE(distribution_shown);
     for (const std::size_t rows : {std::size_t{0}, std::size_t{1}, block - 1, block, block + 1, 9 * block + 3}) {
       CAPTURE(rows);
       const auto keys = draw_keys(dictionary, rows, d, rng);

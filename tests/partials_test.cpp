@@ -33,7 +33,8 @@ TEST_CASE_TEMPLATE("two drivers over disjoint rows meet through a partial aggreg
   CAPTURE(seed);
   std::mt19937_64 rng(seed);
   for (const auto d : {distribution::uniform, distribution::heavy_hitter, distribution::sorted_runs}) {
-    CAPTURE(name(d));
+    const std::string distribution_shown = name(d);
+    CAPTURE(distribution_shown);
     // 5000 groups, the extremes and the empty marker's bits among them, split unevenly.
     const auto dictionary = key_dictionary<Key>(5000, rng);
     const auto keys = draw_keys(dictionary, 40'000, d, rng);

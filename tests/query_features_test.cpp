@@ -342,7 +342,8 @@ TEST_CASE_TEMPLATE("private groups (options::private_groups): four groups per wo
   // Forced on for 1000 groups: each work item's fifth key onwards goes to the table directly.
   const auto dictionary = key_dictionary<Key>(1000, rng);
   for (const auto d : {distribution::uniform, distribution::sorted_runs, distribution::heavy_hitter}) {
-    CAPTURE(name(d));
+    const std::string distribution_shown = name(d);
+    CAPTURE(distribution_shown);
     const auto k = draw_keys(dictionary, rows, d, rng);
     const auto v = random_values<std::int64_t>(rows, rng);
     using bound = bound_query<single_key<Key>, std::remove_const_t<decltype(all_kinds)>, std::int64_t>;

@@ -74,6 +74,14 @@ inline constexpr double estimate_tolerance = 0.02;
 /// registers on the device (they stay in the L2 while every row updates one).
 inline constexpr unsigned sketch_precision = 14;
 inline constexpr std::size_t sketch_registers = std::size_t{1} << sketch_precision;
+
+/// Rows the group estimate's second stage sketches: on the device a strided 1/32 of 2^27 rows
+/// reads a quarter of the key column's sectors. On the host the strided reads are cache misses
+/// that must stay a small part of the transfer they precede, but the sample must still repeat
+/// keys at 2^24 groups of 2^27 rows (2^20 rows: 3% repeated, below fit_max_distinct_share), or
+/// the fit gives way to an extrapolation that can overshoot 8x.
+inline constexpr std::uint64_t device_sketch_rows = std::uint64_t{1} << 22;
+inline constexpr std::uint64_t host_sketch_rows = std::uint64_t{1} << 20;
 /// The largest register value: the rank of a hash whose remaining 64 - p bits are all zero.
 inline constexpr unsigned sketch_max_rank = 64 - sketch_precision + 1;
 

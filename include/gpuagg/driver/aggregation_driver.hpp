@@ -270,13 +270,6 @@ class aggregation_driver {
   void setup_for_partials(std::uint64_t groups);
 
   // ---- the key sample and the group estimate (driver/group_estimate.hpp) ----
-  /// Rows the group estimate's second stage sketches: on the device a strided 1/32 of 2^27 rows
-  /// reads a quarter of the key column's sectors. On the host the strided reads are cache misses
-  /// that must stay a small part of the transfer they precede, but the sample must still repeat
-  /// keys at 2^24 groups of 2^27 rows (2^20 rows: 3% repeated, below estimate.hpp's
-  /// fit_max_distinct_share), or the fit gives way to an extrapolation that can overshoot 8x.
-  static constexpr std::uint64_t device_sketch_rows = std::uint64_t{1} << 22;
-  static constexpr std::uint64_t host_sketch_rows = std::uint64_t{1} << 20;
   std::vector<bits_type> sample_keys();
   group_estimate estimate_groups(const detail::sample_profile& profile);
   detail::host_sketch sketch_on_device(const std::vector<cl::Buffer>& inputs, bool words, cl_ulong first,

@@ -70,7 +70,7 @@ auto aggregation_driver<Bound>::estimate_groups(const detail::sample_profile& pr
     return {std::max<std::uint64_t>(*groups, 1), estimate_source::sample};
   }
   const auto& key = columns_.front();
-  const std::uint64_t sampled = std::min<std::uint64_t>(rows_, on_device_ ? device_sketch_rows : host_sketch_rows);
+  const std::uint64_t sampled = std::min<std::uint64_t>(rows_, on_device_ ? detail::device_sketch_rows : detail::host_sketch_rows);
   detail::sketch_evidence evidence;
   evidence.rows = rows_;
   evidence.sample_rows = sampled;
