@@ -64,6 +64,7 @@ staged_estimate estimate_like_the_driver(const KeyOf& key_of, std::uint64_t rows
   detail::sketch_evidence e{rows, sampled, detail::sketch_estimate(sketch.registers), (sampled + 3) / 4,
                             detail::sketch_estimate(sketch.sub_registers), sketch.neighbour_pairs,
                             sketch.neighbour_equal};
+  if (host_input) e.sample_distinct_linear = sketch.linear_distinct;  // the device's sketch has none
   if (const auto d = detail::estimate_from_sketch(e, profile.frequent_summary()); d.groups) {
     return {*d.groups, estimate_source::sketch};
   }

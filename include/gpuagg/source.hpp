@@ -32,7 +32,8 @@ inline constexpr auto program_source = detail::concat(
 /// gpuagg_sketch).
 template <class Key>
 inline constexpr auto sample_program_source = detail::concat(detail::kernels::header, Key::cl_source,
-                                                             detail::sketch_cl_source, detail::kernels::sample_kernel);
+                                                             detail::sketch_cl_source, detail::sample_offset_cl_source,
+                                                             detail::kernels::sample_kernel);
 
 /// program_source for a strategy chosen at run time.
 template <class Bound>

@@ -91,6 +91,7 @@ auto aggregation_driver<Bound>::estimate_groups(const detail::sample_profile& pr
   evidence.sub_distinct = detail::sketch_estimate(sketch.sub_registers);
   evidence.neighbour_pairs = sketch.neighbour_pairs;
   evidence.neighbour_equal = sketch.neighbour_equal;
+  evidence.sample_distinct_linear = sketch.linear_distinct;  // the host's sketch only
   const auto frequent = profile.frequent_summary();
   if (const auto decision = detail::estimate_from_sketch(evidence, frequent); decision.groups) {
     return {std::max<std::uint64_t>(*decision.groups, 1), estimate_source::sketch};

@@ -27,9 +27,11 @@ __kernel void gpuagg_sample(KEY_PARAMS, const ulong first, const ulong stride, c
 }
 
 // The group estimate's sketches (estimate.hpp): the keys of rows first, first + stride, ...
-// (n rows) raise HyperLogLog registers regs[0, 2^P) to their rank. With `sampled` set (a strided
-// sample), every fourth of them also raises regs[2^P, 2^(P+1)) (the smaller sample), and each is
-// compared with its right neighbour (below rows_end): counts[0] += pairs, counts[1] += equal.
+// (n rows) raise HyperLogLog registers regs[0, 2^P) to their rank. With `sampled` set (a
+// strided sample), every fourth of them also raises regs[2^P, 2^(P+1)) (the smaller sample),
+// and in every gpuagg_compare_every(n)-th stride a row that gpuagg_sample_offset places (as the
+// host's sketch does) is compared with its right neighbour (below rows_end): counts[0] += pairs,
+// counts[1] += equal.
 // A register is read (a cacheable read: a stale value only costs an atomic that changes
 // nothing) before its atomic: ranks saturate, so most rows only read.
 // Two kernels: gpuagg_sketch reads the key columns; gpuagg_sketch_words reads table words (the
@@ -52,9 +54,10 @@ __kernel void NAME(INPUT_PARAMS, const ulong first, const ulong stride, const ul
     if (sampled != 0u) { \
       const uint sub = (1u << GPUAGG_SKETCH_P) + index; \
       if ((i & 3ul) == 0ul && cached[sub] < rank) atomic_max(regs + sub, rank); \
-      if (row + 1ul < rows_end) { \
+      const ulong at = row + gpuagg_sample_offset(i, stride); \
+      if (i % gpuagg_compare_every(n) == 0ul && at + 1ul < rows_end) { \
         ++pairs; \
-        equal += LOAD(row + 1ul) == key ? 1u : 0u; \
+        equal += LOAD(at + 1ul) == LOAD(at) ? 1u : 0u; \
       } \
     } \
   } \
