@@ -10,7 +10,8 @@
 //            (strategy, configuration) of a sweep over both hash strategies' grids
 // With --keys two the keys are two uint32 columns, keys(a, b): group k of the draw above becomes
 // the pair (a, b) of two bijections of k, so the pairs' groups are the draw's (the composite-key
-// figure beside the single-key one; default system only).
+// figure beside the single-key one; default system only). With --keys wide they are two uint64
+// columns, two 64-bit bijections of k: 128 bits, the key dictionary's path (wide_keys.hpp).
 // Phases: `first` is the first query of its shape in a process that ran other shapes before;
 // `warm` queries follow it; `cold` (--cold) is the process's first query, timed alone, after
 // which the program exits (the suite script runs it in a fresh process, with empty and with
@@ -86,6 +87,13 @@ std::uint64_t pair_key(std::uint64_t k) {
   return std::uint64_t{a} << 32 | b;
 }
 
+/// --keys wide: group k's key columns (a, b), two uint64 bijections of k (128 bits: the key
+/// dictionary's path), and the word the checksum takes for them.
+std::pair<std::uint64_t, std::uint64_t> wide_key(std::uint64_t k) {
+  return {k * 0x9E3779B97F4A7C15ULL, (k ^ 0xA5A5A5A5A5A5A5A5ULL) * 0xC2B2AE3D27D4EB4FULL};
+}
+std::uint64_t wide_word(std::uint64_t a, std::uint64_t b) { return a ^ (b * 0xFF51AFD7ED558CCDULL); }
+
 /// The input and its reference: the distinct keys and the checksum of every (key, sum).
 struct dataset {
   std::size_t rows = 0;
@@ -100,6 +108,9 @@ struct dataset {
   pinned_array<std::uint32_t> keys_pinned;
   pinned_array<std::uint32_t> keys2_pinned;
   pinned_array<std::uint32_t> vals_pinned;
+  std::vector<std::uint64_t> wide_a, wide_b;  // --keys wide: the key columns
+  cl::Buffer wide_a_dev, wide_b_dev;
+  pinned_array<std::uint64_t> wide_a_pinned, wide_b_pinned;
 };
 
 dataset make_dataset(context& ctx, const settings& s, unsigned groups_log2) {
@@ -149,10 +160,29 @@ dataset make_dataset(context& ctx, const settings& s, unsigned groups_log2) {
     d.vals.swap(vals);
   }
   const bool two = s.keys == "two";
+  const bool wide = s.keys == "wide";
   for (std::uint64_t k = 0; k < domain; ++k) {
     if (counts[k] == 0) continue;
     ++d.groups;
-    d.checksum += pair_checksum(two ? pair_key(k) : k, sums[k]);
+    const auto [wa, wb] = wide_key(k);
+    d.checksum += pair_checksum(two ? pair_key(k) : wide ? wide_word(wa, wb) : k, sums[k]);
+  }
+  if (wide) {
+    d.wide_a.resize(d.rows);
+    d.wide_b.resize(d.rows);
+    for (std::size_t i = 0; i < d.rows; ++i) std::tie(d.wide_a[i], d.wide_b[i]) = wide_key(d.keys[i]);
+    const std::size_t wide_bytes = d.rows * sizeof(std::uint64_t);
+    if (s.input == "device") {
+      d.wide_a_dev = ctx.buffer(wide_bytes, "benchmark keys (wide, a)", CL_MEM_READ_ONLY);
+      d.wide_b_dev = ctx.buffer(wide_bytes, "benchmark keys (wide, b)", CL_MEM_READ_ONLY);
+      ctx.compute_queue().enqueueWriteBuffer(d.wide_a_dev, CL_TRUE, 0, wide_bytes, d.wide_a.data());
+      ctx.compute_queue().enqueueWriteBuffer(d.wide_b_dev, CL_TRUE, 0, wide_bytes, d.wide_b.data());
+    } else if (s.input == "pinned") {
+      d.wide_a_pinned = pinned_array<std::uint64_t>(ctx, d.rows);
+      d.wide_b_pinned = pinned_array<std::uint64_t>(ctx, d.rows);
+      std::copy(d.wide_a.begin(), d.wide_a.end(), d.wide_a_pinned.data());
+      std::copy(d.wide_b.begin(), d.wide_b.end(), d.wide_b_pinned.data());
+    }
   }
   if (two) {
     d.keys2.resize(d.rows);
@@ -261,9 +291,51 @@ run timed_pair_query(context& ctx, const dataset& d, const settings& s, const op
   return r;
 }
 
+/// --keys wide: the same call with keys(a, b) of two uint64 columns (the key dictionary's path).
+run timed_wide_query(context& ctx, const dataset& d, const settings& s, const options& opts) {
+  run r;
+  std::uint64_t groups = 0, checksum = 0;
+  const auto sum_of = [](const std::vector<std::uint64_t>& a, const std::vector<std::uint64_t>& b,
+                         const auto& sums) {
+    std::uint64_t total = 0;
+    for (std::size_t i = 0; i < a.size(); ++i) total += pair_checksum(wide_word(a[i], b[i]), std::uint64_t(sums[i]));
+    return total;
+  };
+  if (s.input == "device") {
+    const auto start = std::chrono::steady_clock::now();
+    const auto out = group_by_on_device(keys(device_column<std::uint64_t>(d.wide_a_dev, d.rows),
+                                             device_column<std::uint64_t>(d.wide_b_dev, d.rows)),
+                                        device_column<std::uint32_t>(d.vals_dev, d.rows), the_query, opts);
+    r.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    r.stats = out.stats;
+    groups = out.size();
+    std::vector<std::uint64_t> a(groups), b(groups);
+    std::vector<std::int64_t> sums(groups);
+    if (groups > 0) {
+      auto& q = ctx.compute_queue();
+      q.enqueueReadBuffer(out.key_columns.at(0), CL_TRUE, 0, groups * 8, a.data());
+      q.enqueueReadBuffer(out.key_columns.at(1), CL_TRUE, 0, groups * 8, b.data());
+      q.enqueueReadBuffer(out.column<0>(), CL_TRUE, 0, groups * 8, sums.data());
+    }
+    checksum = sum_of(a, b, sums);
+  } else {
+    const auto start = std::chrono::steady_clock::now();
+    const auto out = s.input == "pinned"
+                         ? group_by(keys(d.wide_a_pinned, d.wide_b_pinned), d.vals_pinned, the_query, opts)
+                         : group_by(keys(d.wide_a, d.wide_b), d.vals, the_query, opts);
+    r.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    r.stats = out.stats;
+    groups = out.size();
+    checksum = sum_of(out.keys.column<0>(), out.keys.column<1>(), out.column<0>());
+  }
+  finish(r, d, groups, checksum);
+  return r;
+}
+
 /// The user's call on this input kind, timed and verified.
 run timed_query(context& ctx, const dataset& d, const settings& s, const options& opts) {
   if (s.keys == "two") return timed_pair_query(ctx, d, s, opts);
+  if (s.keys == "wide") return timed_wide_query(ctx, d, s, opts);
   run r;
   if (s.input == "device") {
     const auto start = std::chrono::steady_clock::now();
@@ -393,8 +465,10 @@ int main(int argc, char** argv) {
   app.add_option("--csv", s.csv, "CSV of every measured query (appended)");
   app.add_option("--sweep-csv", s.sweep_csv, "CSV of the oracle's sweep: every configuration's median (appended)");
   app.add_option("--seed", s.seed, "input seed");
-  app.add_option("--keys", s.keys, "one: a uint32 key column; two: keys(a, b), two uint32 columns (default system only)")
-      ->check(CLI::IsMember({"one", "two"}));
+  app.add_option("--keys", s.keys,
+                 "one: a uint32 key column; two: keys(a, b), two uint32 columns; wide: keys(a, b), two uint64 "
+                 "columns (the key dictionary); default system only")
+      ->check(CLI::IsMember({"one", "two", "wide"}));
   CLI11_PARSE(app, argc, argv);
 
   context& ctx = default_context();

@@ -17,6 +17,8 @@
 #   host          pinned and pageable host input at the same five group counts -> default.csv
 #   composite     the default call with two uint32 key columns, keys(a, b), at 2^10,16,20,24,
 #                 device input                                  -> composite.csv
+#   wide          the same with two uint64 key columns (128 bits: the key dictionary), device
+#                 and pinned input                              -> wide.csv
 #   tpch          TPC-H Q1 (tpch_q1_bench) at SF 10 and 100 on device, pinned and pageable
 #                 input; pyarrow over the same SF 10 columns -> tpch.csv, tpch_pyarrow.csv
 #   cold          the first query of a fresh process at 2^4, 2^16, 2^24: every cache empty
@@ -91,8 +93,8 @@ while (($#)); do
     *) echo "suite.sh: unknown argument $1 (--help)" >&2; exit 2 ;;
   esac
 done
-[[ $parts == all ]] && parts=uniform,skew,host,composite,tpch,cold,peers,baselines,values,space,replay,live,live-filled,live-queries,fill,profile
-known=",uniform,skew,host,composite,tpch,cold,peers,baselines,values,space,replay,live,live-filled,live-queries,fill,profile,"
+[[ $parts == all ]] && parts=uniform,skew,host,composite,wide,tpch,cold,peers,baselines,values,space,replay,live,live-filled,live-queries,fill,profile
+known=",uniform,skew,host,composite,wide,tpch,cold,peers,baselines,values,space,replay,live,live-filled,live-queries,fill,profile,"
 for p in ${parts//,/ }; do
   [[ $known == *",$p,"* ]] || { echo "suite.sh: unknown part $p (--help)" >&2; exit 2; }
 done
@@ -227,6 +229,16 @@ if has composite; then
   step 200 composite "$bench" --rows-log2 "$rows" --groups-log2 "$(upto 10,16,20,24)" --keys two --systems default \
     --csv "$tmp/k.csv"
   merge composite.csv $default_key "$tmp/k.csv"
+fi
+if has wide; then
+  need groupby_bench
+  # Two uint64 key columns (128 bits), keys(a, b): the key dictionary, then the ids' query.
+  for input in device pinned; do
+    rm -f "$tmp/w.csv"
+    step 200 "wide $input" "$bench" --rows-log2 "$rows" --groups-log2 "$(upto 10,16,20,24)" --keys wide \
+      --systems default --input "$input" --csv "$tmp/w.csv"
+    merge wide.csv $default_key "$tmp/w.csv"
+  done
 fi
 if has tpch; then
   need tpch_q1_bench
