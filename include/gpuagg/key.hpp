@@ -90,8 +90,8 @@ struct packed_key {
   static_assert(sizeof...(T) >= 2 && sizeof...(T) <= 4, "gpuagg: keys(...) takes 2 to 4 key columns");
   static constexpr std::size_t total_bits = (std::size_t{0} + ... + (sizeof(T) * 8));
   static_assert(total_bits <= 64,
-                "gpuagg: composite keys wider than 64 bits (their columns' widths added) are not supported; use "
-                "narrower key columns (8- and 16-bit types pack tightly)");
+                "gpuagg: packed_key takes key columns whose bits fit 64 together; wider ones go through the key "
+                "dictionary (wide_keys.hpp), which group_by and group_by_on_device run");
   using value_type = std::tuple<T...>;
   using bits_type = std::conditional_t<(total_bits <= 32), std::uint32_t, std::uint64_t>;
   using domain_type = bits_type;
