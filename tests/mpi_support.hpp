@@ -70,17 +70,6 @@ std::span<const T> slice(const std::vector<T>& column, const std::vector<std::si
   return std::span<const T>(column).subspan(cuts[std::size_t(rank)], cuts[std::size_t(rank) + 1] - cuts[std::size_t(rank)]);
 }
 
-template <class Key>
-std::string show(const Key& key) {
-  std::ostringstream out;
-  if constexpr (requires { std::tuple_size<Key>::value; }) {
-    std::apply([&](const auto&... k) { ((out << +k << ' '), ...); }, key);
-  } else {
-    out << +key;
-  }
-  return out.str();
-}
-
 /// What differs between `actual` (any order) and `expected` (sorted by key); empty if nothing.
 template <class Key, class... Outputs>
 std::string mismatch(gpuagg::result<Key, Outputs...> actual, const gpuagg::result<Key, Outputs...>& expected) {

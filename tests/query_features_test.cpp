@@ -11,45 +11,6 @@ using namespace gpuagg_test;
 
 namespace {
 
-template <class T>
-std::string show(const T& value) {
-  std::ostringstream out;
-  if constexpr (requires { std::tuple_size<T>::value; }) {
-    out << '(';
-    std::apply([&](const auto&... v) { std::size_t i = 0; ((out << (i++ ? "," : "") << +v), ...); }, value);
-    out << ')';
-  } else {
-    out << +value;
-  }
-  return out.str();
-}
-
-/// Every group and every output of `actual` equals `expected` (sorted by key), exactly.
-template <class Key, class... Outputs>
-void check_same(result<Key, Outputs...> actual, const result<Key, Outputs...>& expected) {
-  sort_by_key(actual);
-  REQUIRE(actual.size() == expected.size());
-  for (std::size_t i = 0; i < expected.size(); ++i) {
-    if (!(actual.keys[i] == expected.keys[i])) {
-      FAIL("group " << i << ": key " << show(actual.keys[i]) << ", want " << show(expected.keys[i]));
-    }
-  }
-  [&]<std::size_t... I>(std::index_sequence<I...>) {
-    (
-        [&] {
-          const auto& got = std::get<I>(actual.columns);
-          const auto& want = std::get<I>(expected.columns);
-          for (std::size_t i = 0; i < want.size(); ++i) {
-            if (!same_value(got[i], want[i])) {
-              FAIL("output " << I << " of key " << show(expected.keys[i]) << ": " << +got[i] << ", want "
-                             << +want[i]);
-            }
-          }
-        }(),
-        ...);
-  }(std::index_sequence_for<Outputs...>{});
-}
-
 /// `groups` distinct combinations of values of A and B, each column's extremes (its minimum,
 /// maximum, 0 and all ones) among them, drawn to `rows` rows.
 template <class A, class B>

@@ -15,8 +15,10 @@
 #include <limits>
 #include <random>
 #include <set>
+#include <sstream>
 #include <span>
 #include <string>
+#include <tuple>
 #include <type_traits>
 #include <unordered_set>
 #include <vector>
@@ -205,6 +207,47 @@ void check_nan_inf_semantics(const Sums& s, const Minima& lo, const Maxima& hi) 
   CHECK(s[3] == inf);
   CHECK(lo[3] == 1.0);
   CHECK(hi[3] == inf);
+}
+
+/// A key as text: a number, or a tuple of them (composite keys).
+template <class T>
+std::string show(const T& value) {
+  std::ostringstream out;
+  if constexpr (requires { std::tuple_size<T>::value; }) {
+    out << '(';
+    std::apply([&](const auto&... v) { std::size_t i = 0; ((out << (i++ ? "," : "") << +v), ...); }, value);
+    out << ')';
+  } else {
+    out << +value;
+  }
+  return out.str();
+}
+
+/// Every group and every output of `actual` equals `expected` (sorted by key), exactly; for
+/// results whose keys are tuples (check_equal prints keys as numbers).
+template <class Key, class... Outputs>
+void check_same(gpuagg::result<Key, Outputs...> actual, const gpuagg::result<Key, Outputs...>& expected) {
+  gpuagg::sort_by_key(actual);
+  REQUIRE(actual.size() == expected.size());
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    if (!(actual.keys[i] == expected.keys[i])) {
+      FAIL("group " << i << ": key " << show(actual.keys[i]) << ", want " << show(expected.keys[i]));
+    }
+  }
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    (
+        [&] {
+          const auto& got = std::get<I>(actual.columns);
+          const auto& want = std::get<I>(expected.columns);
+          for (std::size_t i = 0; i < want.size(); ++i) {
+            if (!same_value(got[i], want[i])) {
+              FAIL("output " << I << " of key " << show(expected.keys[i]) << ": " << +got[i] << ", want "
+                             << +want[i]);
+            }
+          }
+        }(),
+        ...);
+  }(std::index_sequence_for<Outputs...>{});
 }
 
 /// Checks every element of a device result against the reference (both sorted by key here).

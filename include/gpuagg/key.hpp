@@ -29,6 +29,24 @@ namespace detail {
 /// The table word of an integer of T's width: at least 32 bits (OpenCL's smallest atomics).
 template <class T>
 using key_word_t = std::conditional_t<(sizeof(T) < 4), std::uint32_t, std::make_unsigned_t<T>>;
+
+/// A key policy's name for key columns T...: `prefix` then the columns' OpenCL types, e.g.
+/// "packed(uchar,short)".
+template <std::size_t N, class... T>
+constexpr auto columns_name(const fixed_string<N>& prefix, std::type_identity<std::tuple<T...>>) {
+  constexpr std::size_t columns = sizeof...(T);
+  constexpr auto part = []<std::size_t J>(std::integral_constant<std::size_t, J>) {
+    using column = std::tuple_element_t<J, std::tuple<T...>>;
+    if constexpr (J + 1 < columns) {
+      return concat(cl_type_name<column>, fixed_string{","});
+    } else {
+      return concat(cl_type_name<column>, fixed_string{")"});
+    }
+  };
+  return [&]<std::size_t... I>(std::index_sequence<I...>) {
+    return concat(prefix, part(std::integral_constant<std::size_t, I>{})...);
+  }(std::make_index_sequence<columns>{});
+}
 }  // namespace detail
 
 /// One integer key column.
@@ -137,19 +155,7 @@ struct packed_key {
     return {to_bits(min), to_bits(max)};
   }
 
-  static constexpr auto name = [] {
-    constexpr auto part = []<std::size_t J>(std::integral_constant<std::size_t, J>) {
-      using column = std::tuple_element_t<J, value_type>;
-      if constexpr (J + 1 < columns) {
-        return detail::concat(cl_type_name<column>, detail::fixed_string{","});
-      } else {
-        return detail::concat(cl_type_name<column>, detail::fixed_string{")"});
-      }
-    };
-    return [&]<std::size_t... I>(std::index_sequence<I...>) {
-      return detail::concat(detail::fixed_string{"packed("}, part(std::integral_constant<std::size_t, I>{})...);
-    }(std::make_index_sequence<columns>{});
-  }();
+  static constexpr auto name = detail::columns_name(detail::fixed_string{"packed("}, std::type_identity<value_type>{});
 
   static constexpr auto cl_source = [] {
     using detail::fixed_string;
@@ -224,19 +230,7 @@ struct tuple_key {
   static constexpr std::array<std::size_t, columns> column_bytes{sizeof(T)...};
   static constexpr std::size_t total_bits = (std::size_t{0} + ... + (sizeof(T) * 8));
 
-  static constexpr auto name = [] {
-    constexpr auto part = []<std::size_t J>(std::integral_constant<std::size_t, J>) {
-      using column = std::tuple_element_t<J, value_type>;
-      if constexpr (J + 1 < columns) {
-        return detail::concat(cl_type_name<column>, detail::fixed_string{","});
-      } else {
-        return detail::concat(cl_type_name<column>, detail::fixed_string{")"});
-      }
-    };
-    return [&]<std::size_t... I>(std::index_sequence<I...>) {
-      return detail::concat(detail::fixed_string{"tuple("}, part(std::integral_constant<std::size_t, I>{})...);
-    }(std::make_index_sequence<columns>{});
-  }();
+  static constexpr auto name = detail::columns_name(detail::fixed_string{"tuple("}, std::type_identity<value_type>{});
 
   static constexpr auto cl_source = [] {
     using detail::fixed_string;
