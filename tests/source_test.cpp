@@ -88,15 +88,25 @@ TEST_CASE("a query's OpenCL text is exactly as expected: the paper's query") {
         "#define ROW_PASSES(row) 1\n");
 }
 
+namespace {
+using count_bound = bound_query<single_key<std::int64_t>, decltype(select(count())), std::int32_t>;
+
+/// Whether Strategy's program holds `needle`, at compile time. It searches a copy: under
+/// AddressSanitizer GCC cannot compare addresses into the global constant while evaluating.
+template <class Strategy>
+constexpr bool program_has(std::string_view needle) {
+  constexpr auto text = program_source<count_bound, Strategy>;
+  return text.view().find(needle) != std::string_view::npos;
+}
+}  // namespace
+
 TEST_CASE("each strategy's program is a compile-time constant holding its own AGGREGATE") {
-  using bound = bound_query<single_key<std::int64_t>, decltype(select(count())), std::int32_t>;
-  static_assert(program_source<bound, shared_strategy>.view().find("__kernel void gpuagg_aggregate") !=
-                std::string_view::npos);
-  static_assert(program_source<bound, workgroup_local_strategy>.view().find("__local KEY_T* l_keys") !=
-                std::string_view::npos);
-  static_assert(program_source<bound, independent_strategy>.view().find("__global KEY_T* p_keys") !=
-                std::string_view::npos);
-  CHECK(program_source_for<bound>(strategy_kind::independent) == program_source<bound, independent_strategy>.view());
+  static_assert(program_has<shared_strategy>("__kernel void gpuagg_aggregate"));
+  static_assert(program_has<workgroup_local_strategy>("__local KEY_T* l_keys"));
+  static_assert(program_has<independent_strategy>("__global KEY_T* p_keys"));
+  static_assert(!program_has<shared_strategy>("__local KEY_T* l_keys"));
+  CHECK(program_source_for<count_bound>(strategy_kind::independent) ==
+        program_source<count_bound, independent_strategy>.view());
 }
 
 template <class Bits, class Hash>
