@@ -6,9 +6,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <string>
+#include <tuple>
 #include <type_traits>
 #include <vector>
 
+#include "error.hpp"
 #include "runtime/opencl.hpp"
 #include "types.hpp"
 
@@ -85,5 +88,37 @@ concept column = detail::column_traits<std::remove_cvref_t<C>>::is_column;
 
 template <column C>
 using column_element_t = typename detail::column_traits<std::remove_cvref_t<C>>::element_type;
+
+namespace detail {
+
+/// The columns of a tuple (of columns or references to them) as the driver sees them.
+template <class ColumnTuple>
+std::vector<column_data> column_data_of(const ColumnTuple& columns) {
+  std::vector<column_data> list;
+  std::apply([&](const auto&... c) { (list.push_back(column_traits<std::remove_cvref_t<decltype(c)>>::data(c)), ...); },
+             columns);
+  return list;
+}
+
+/// Throws invalid_argument_error unless a query's columns (its `key_columns` key columns first)
+/// have one length and are all on the host or all on the device.
+inline void check_rows_and_residency(const std::vector<column_data>& columns, std::size_t key_columns) {
+  if (columns.size() < key_columns) throw invalid_argument_error("group_by needs its key column(s)");
+  const auto rows = columns.front().rows;
+  for (std::size_t i = 1; i < columns.size(); ++i) {
+    if (columns[i].rows != rows) {
+      const std::string name = i < key_columns ? "key column " + std::to_string(i)
+                                               : "value column " + std::to_string(i - key_columns);
+      throw invalid_argument_error("column lengths differ: the key column has " + std::to_string(rows) + " rows, " +
+                                   name + " has " + std::to_string(columns[i].rows));
+    }
+  }
+  const bool device = columns.front().on_device();
+  for (const auto& c : columns) {
+    if (c.on_device() != device) throw invalid_argument_error("columns must be all on the host or all on the device");
+  }
+}
+
+}  // namespace detail
 
 }  // namespace gpuagg

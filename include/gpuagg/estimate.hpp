@@ -327,12 +327,7 @@ inline std::uint64_t extrapolate_from_sketch(const sketch_evidence& e, const fre
     const auto fitted = repeated > 3.0 * linear_count_error(double(e.sample_rows)) + 10.0 ? fit_groups(d_linear, n)
                                                                                         : std::nullopt;
     groups = fitted ? double(frequent.keys) + expected_distinct(*fitted, double(e.rows) * rest) : double(e.rows);
-    if (const auto bound = runs_bound(e)) groups = std::min(groups, *bound);
-    groups = std::clamp(groups, d_all, double(e.rows));
-    return static_cast<std::uint64_t>(std::llround(groups));
-  }
-  const auto g = d < fit_max_distinct_share * n ? fit_groups(d, n) : std::nullopt;
-  if (g) {
+  } else if (const auto g = d < fit_max_distinct_share * n ? fit_groups(d, n) : std::nullopt) {
     groups = double(frequent.keys) + expected_distinct(*g, double(e.rows) * rest);
   } else {
     double growth = 1.0;
@@ -361,7 +356,6 @@ struct host_sketch {
   double linear_distinct = 0;  ///< linear counting of the sampled keys (sketch_evidence)
 };
 
-
 /// The sketches of rows 0, stride, ... (n of them) of `rows`, each row's key word given by
 /// `load(row)` (a 64-bit value: the table word of a key); in every compare_every(n)-th stride
 /// the row that sample_offset places is compared with its right neighbour.
@@ -372,6 +366,7 @@ host_sketch sketch_host_rows(const Load& load, std::uint64_t rows, std::uint64_t
   std::vector<host_sketch> parts(threads);
   constexpr std::uint64_t bitmap_bits = std::uint64_t{1} << linear_count_bits_log2;
   std::vector<std::vector<std::uint64_t>> bitmaps(threads);
+  const std::uint64_t every = compare_every(n);
   const auto work = [&](unsigned t) {
     host_sketch& part = parts[t];
     auto& bitmap = bitmaps[t];
@@ -386,9 +381,11 @@ host_sketch sketch_host_rows(const Load& load, std::uint64_t rows, std::uint64_t
       const std::uint64_t bit = hash & (bitmap_bits - 1);
       bitmap[bit / 64] |= std::uint64_t{1} << (bit % 64);
       if (i % 4 == 0) part.sub_registers[slot.index] = std::max(part.sub_registers[slot.index], slot.rank);
-      if (const std::uint64_t at = row + sample_offset(i, stride); i % compare_every(n) == 0 && at + 1 < rows) {
-        ++part.neighbour_pairs;
-        part.neighbour_equal += load(at + 1) == load(at) ? 1 : 0;
+      if (i % every == 0) {
+        if (const std::uint64_t at = row + sample_offset(i, stride); at + 1 < rows) {
+          ++part.neighbour_pairs;
+          part.neighbour_equal += load(at + 1) == load(at) ? 1 : 0;
+        }
       }
     }
   };

@@ -114,14 +114,6 @@ template <class... Columns>
 inline constexpr bool is_wide_key_input<key_columns_ref<Columns...>> =
     (key_type<column_element_t<Columns>> && ...) && wide_key_types<column_element_t<Columns>...>;
 
-template <class ValueTuple>
-std::vector<column_data> value_column_list(const ValueTuple& values) {
-  std::vector<column_data> list;
-  std::apply([&](const auto&... c) { (list.push_back(column_traits<std::remove_cvref_t<decltype(c)>>::data(c)), ...); },
-             values);
-  return list;
-}
-
 template <class KeyInput, class Query, class ValueTuple>
 struct bound_for;
 template <class KeyInput, class Query, class... Columns>
@@ -145,14 +137,14 @@ struct host_result_for<Key, std::tuple<Outputs...>> {
 template <class KeyColumn, class ValueTuple>
 std::vector<column_data> column_list(const KeyColumn& keys, const ValueTuple& values) {
   std::vector<column_data> list{column_traits<std::remove_cvref_t<KeyColumn>>::data(keys)};
-  const auto rest = value_column_list(values);
+  const auto rest = column_data_of(values);
   list.insert(list.end(), rest.begin(), rest.end());
   return list;
 }
 template <class... KeyColumns, class ValueTuple>
 std::vector<column_data> column_list(const key_columns_ref<KeyColumns...>& keys, const ValueTuple& values) {
-  auto list = value_column_list(keys.columns);
-  const auto rest = value_column_list(values);
+  auto list = column_data_of(keys.columns);
+  const auto rest = column_data_of(values);
   list.insert(list.end(), rest.begin(), rest.end());
   return list;
 }
@@ -248,7 +240,7 @@ std::optional<tuning_report> run_query(Driver& driver, const options& opts, bool
 template <class Query, key_input KeyColumn, class Values>
 auto group_by(const KeyColumn& keys, const Values& values, Query query, const options& opts = {}) {
   if constexpr (detail::is_wide_key_input<KeyColumn>) {
-    return detail::wide_group_by(keys.columns, detail::value_column_list(detail::as_value_tuple(values)), opts,
+    return detail::wide_group_by(keys.columns, detail::column_data_of(detail::as_value_tuple(values)), opts,
                                  [&](const auto& ids, const options& by_id) {
                                    return group_by(ids, values, typename detail::query_over_ids<Query>::type{}, by_id);
                                  });
@@ -277,7 +269,7 @@ auto tuned_group_by(const KeyColumn& keys, const Values& values, Query query, co
 template <class Query, key_input KeyColumn, class Values>
 auto group_by_on_device(const KeyColumn& keys, const Values& values, Query query, const options& opts = {}) {
   if constexpr (detail::is_wide_key_input<KeyColumn>) {
-    return detail::wide_group_by(keys.columns, detail::value_column_list(detail::as_value_tuple(values)), opts,
+    return detail::wide_group_by(keys.columns, detail::column_data_of(detail::as_value_tuple(values)), opts,
                                  [&](const auto& ids, const options& by_id) {
                                    return group_by_on_device(ids, values,
                                                              typename detail::query_over_ids<Query>::type{}, by_id);

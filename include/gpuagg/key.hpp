@@ -228,7 +228,8 @@ struct tuple_key {
   using value_type = std::tuple<T...>;
   static constexpr std::size_t columns = sizeof...(T);
   static constexpr std::array<std::size_t, columns> column_bytes{sizeof(T)...};
-  static constexpr std::size_t total_bits = (std::size_t{0} + ... + (sizeof(T) * 8));
+  /// Bytes of one key, all its columns.
+  static constexpr std::size_t key_bytes = (std::size_t{0} + ... + sizeof(T));
 
   static constexpr auto name = detail::columns_name(detail::fixed_string{"tuple("}, std::type_identity<value_type>{});
 

@@ -89,24 +89,14 @@ auto wide_group_by(const std::tuple<const KeyColumns&...>& key_columns, const st
   using dictionary = key_dictionary<column_element_t<KeyColumns>...>;
   constexpr std::size_t key_count = sizeof...(KeyColumns);
 
-  // The checks the driver makes, before any work: lengths, residency, offsets.
-  std::vector<column_data> keys_seen;
-  std::apply([&](const auto&... c) { (keys_seen.push_back(column_traits<std::remove_cvref_t<decltype(c)>>::data(c)), ...); },
-             key_columns);
+  // The checks the driver makes, before any work (key columns may have offsets of their own:
+  // the dictionary reads each at its own).
+  const std::vector<column_data> keys_seen = column_data_of(key_columns);
+  std::vector<column_data> all = keys_seen;
+  all.insert(all.end(), value_columns.begin(), value_columns.end());
+  check_rows_and_residency(all, key_count);
   const std::uint64_t rows = keys_seen.front().rows;
   const bool on_device = keys_seen.front().on_device();
-  for (std::size_t c = 0; c < keys_seen.size() + value_columns.size(); ++c) {
-    const auto& column = c < keys_seen.size() ? keys_seen[c] : value_columns[c - keys_seen.size()];
-    if (column.rows != rows) {
-      throw invalid_argument_error("column lengths differ: the key column has " + std::to_string(rows) + " rows, " +
-                                   (c < keys_seen.size() ? "key" : "value") + " column " +
-                                   std::to_string(c < keys_seen.size() ? c : c - keys_seen.size()) + " has " +
-                                   std::to_string(column.rows));
-    }
-    if (column.on_device() != on_device) {
-      throw invalid_argument_error("columns must be all on the host or all on the device");
-    }
-  }
   if (opts.domain) {
     throw invalid_argument_error("options::domain is a range of one key word (direct_addressing); keys wider than "
                                  "64 bits take none");
@@ -118,7 +108,7 @@ auto wide_group_by(const std::tuple<const KeyColumns&...>& key_columns, const st
   // Keys go through the dictionary in blocks of 2^22 rows (or the caller's block_bytes of key
   // columns): large enough to keep the device busy, small enough that a block run again after
   // a growth costs little.
-  const std::uint64_t block_rows = opts.block_bytes ? std::max<std::uint64_t>(*opts.block_bytes / dictionary::key_bytes, 1)
+  const std::uint64_t block_rows = opts.block_bytes ? std::max<std::uint64_t>(*opts.block_bytes / dictionary::key::key_bytes, 1)
                                                     : std::uint64_t{1} << 22;
 
   options by_id = opts;
@@ -140,7 +130,7 @@ auto wide_group_by(const std::tuple<const KeyColumns&...>& key_columns, const st
                 "copying the result's ids to the device");
           const auto out = dict.keys_of(group_ids, n);
           for (std::size_t c = 0; c < key_count; ++c) {
-            check(ctx.compute_queue().enqueueReadBuffer(out[c], CL_TRUE, 0, n * dictionary::column_bytes[c],
+            check(ctx.compute_queue().enqueueReadBuffer(out[c], CL_TRUE, 0, n * dictionary::key::column_bytes[c],
                                                         keys.data(c)),
                   "reading the result's key columns");
           }

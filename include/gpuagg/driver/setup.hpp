@@ -36,22 +36,9 @@ aggregation_driver<Bound>::aggregation_driver(context& ctx, const options& opts,
 
 template <class Bound>
 void aggregation_driver<Bound>::validate() {
-  constexpr std::size_t key_columns = key_policy::columns;
-  if (columns_.size() < key_columns) throw invalid_argument_error("group_by needs its key column(s)");
-  const auto rows = columns_.front().rows;
-  for (std::size_t i = 1; i < columns_.size(); ++i) {
-    if (columns_[i].rows != rows) {
-      const std::string name = i < key_columns ? "key column " + std::to_string(i)
-                                               : "value column " + std::to_string(i - key_columns);
-      throw invalid_argument_error("column lengths differ: the key column has " + std::to_string(rows) + " rows, " +
-                                   name + " has " + std::to_string(columns_[i].rows));
-    }
-  }
+  detail::check_rows_and_residency(columns_, key_policy::columns);
   const bool device = columns_.front().on_device();
   for (const auto& c : columns_) {
-    if (c.on_device() != device) {
-      throw invalid_argument_error("columns must be all on the host or all on the device");
-    }
     if (device && c.offset != columns_.front().offset) {
       throw invalid_argument_error("device columns must share one element offset");
     }

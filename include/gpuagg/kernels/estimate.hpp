@@ -43,6 +43,7 @@ __kernel void NAME(INPUT_PARAMS, const ulong first, const ulong stride, const ul
   __global const uint* cached = regs; \
   uint pairs = 0u; \
   uint equal = 0u; \
+  const ulong every = gpuagg_compare_every(n); \
   for (ulong i = get_global_id(0); i < n; i += get_global_size(0)) { \
     const ulong row = first + i * stride; \
     const KEY_T key = LOAD(row); \
@@ -54,10 +55,12 @@ __kernel void NAME(INPUT_PARAMS, const ulong first, const ulong stride, const ul
     if (sampled != 0u) { \
       const uint sub = (1u << GPUAGG_SKETCH_P) + index; \
       if ((i & 3ul) == 0ul && cached[sub] < rank) atomic_max(regs + sub, rank); \
-      const ulong at = row + gpuagg_sample_offset(i, stride); \
-      if (i % gpuagg_compare_every(n) == 0ul && at + 1ul < rows_end) { \
-        ++pairs; \
-        equal += LOAD(at + 1ul) == LOAD(at) ? 1u : 0u; \
+      if (i % every == 0ul) { \
+        const ulong at = row + gpuagg_sample_offset(i, stride); \
+        if (at + 1ul < rows_end) { \
+          ++pairs; \
+          equal += LOAD(at + 1ul) == LOAD(at) ? 1u : 0u; \
+        } \
       } \
     } \
   } \

@@ -25,13 +25,9 @@ template <key_type... T>
 class key_dictionary {
  public:
   using key = tuple_key<T...>;
-  static constexpr std::size_t columns = sizeof...(T);
-  static constexpr std::array<std::size_t, columns> column_bytes{sizeof(T)...};
   /// Ids are 32-bit words with all ones reserved: the store holds at most 2^31 keys (its
-  /// capacity doubles or quadruples from a power of two).
+  /// capacity quadruples from a power of two).
   static constexpr std::uint64_t max_capacity = std::uint64_t{1} << 31;
-  /// Bytes of one stored key.
-  static constexpr std::uint64_t key_bytes = (std::uint64_t{0} + ... + sizeof(T));
 
   /// `expected_keys`: the caller's hint of distinct keys (0: none); the store starts at twice
   /// that (and at least 2^12), and grows whenever a block finds more.
@@ -83,23 +79,23 @@ class key_dictionary {
 
   /// As encode(), for key columns on the host: `block_rows` rows at a time through staging
   /// buffers, the ids read back to `ids`.
-  void encode_host(const std::array<const void*, columns>& key_columns, std::uint64_t rows, std::uint32_t* ids,
+  void encode_host(const std::array<const void*, key::columns>& key_columns, std::uint64_t rows, std::uint32_t* ids,
                    std::uint64_t block_rows) {
     if (rows == 0) return;
     block_rows = std::clamp<std::uint64_t>(block_rows, 1, rows);
-    std::vector<kernels::key_column_arg<cl::Buffer>> staged(columns);
-    for (std::size_t c = 0; c < columns; ++c) {
-      staged[c].buffer = ctx_.buffer(block_rows * column_bytes[c], "the key dictionary's staging of key column " +
+    std::vector<kernels::key_column_arg<cl::Buffer>> staged(key::columns);
+    for (std::size_t c = 0; c < key::columns; ++c) {
+      staged[c].buffer = ctx_.buffer(block_rows * key::column_bytes[c], "the key dictionary's staging of key column " +
                                                                        std::to_string(c));
     }
     cl::Buffer staged_ids = ctx_.buffer(block_rows * sizeof(std::uint32_t), "the key dictionary's staged ids");
-    staging_bytes_ = block_rows * (key_bytes + sizeof(std::uint32_t));
+    staging_bytes_ = block_rows * (key::key_bytes + sizeof(std::uint32_t));
     auto& queue = ctx_.compute_queue();
     for (std::uint64_t first = 0; first < rows; first += block_rows) {
       const std::uint64_t n = std::min(block_rows, rows - first);
-      for (std::size_t c = 0; c < columns; ++c) {
-        const auto* from = static_cast<const unsigned char*>(key_columns[c]) + first * column_bytes[c];
-        check(queue.enqueueWriteBuffer(staged[c].buffer, CL_FALSE, 0, n * column_bytes[c], from),
+      for (std::size_t c = 0; c < key::columns; ++c) {
+        const auto* from = static_cast<const unsigned char*>(key_columns[c]) + first * key::column_bytes[c];
+        check(queue.enqueueWriteBuffer(staged[c].buffer, CL_FALSE, 0, n * key::column_bytes[c], from),
               "copying key columns to the device");
       }
       encode(staged, n, staged_ids, 0);
@@ -115,14 +111,14 @@ class key_dictionary {
   double kernel_seconds() const noexcept { return kernel_seconds_; }
   /// Device memory the dictionary holds: table, key store, counters, host input's staging.
   std::uint64_t device_bytes() const noexcept {
-    return 2 * capacity_ * sizeof(cl_uint) + capacity_ * key_bytes + 2 * sizeof(cl_uint) + staging_bytes_;
+    return 2 * capacity_ * sizeof(cl_uint) + capacity_ * key::key_bytes + 2 * sizeof(cl_uint) + staging_bytes_;
   }
 
   /// The key columns of `n` ids in `ids` (a device buffer): one new buffer per key column.
   std::vector<cl::Buffer> keys_of(const cl::Buffer& ids, std::uint64_t n) {
-    std::vector<cl::Buffer> out(columns);
-    for (std::size_t c = 0; c < columns; ++c) {
-      out[c] = ctx_.buffer(std::max<std::uint64_t>(n, 1) * column_bytes[c],
+    std::vector<cl::Buffer> out(key::columns);
+    for (std::size_t c = 0; c < key::columns; ++c) {
+      out[c] = ctx_.buffer(std::max<std::uint64_t>(n, 1) * key::column_bytes[c],
                            "the result's key column " + std::to_string(c));
     }
     if (n == 0) return out;
@@ -146,9 +142,9 @@ class key_dictionary {
     const cl_uint empty = ~cl_uint{0};
     check(ctx_.compute_queue().enqueueFillBuffer(table_, empty, 0, 2 * capacity_ * sizeof(cl_uint)),
           "clearing the key dictionary's table");
-    store_.resize(columns);
-    for (std::size_t c = 0; c < columns; ++c) {
-      store_[c] = ctx_.buffer(capacity_ * column_bytes[c], "the key dictionary's key column " + std::to_string(c));
+    store_.resize(key::columns);
+    for (std::size_t c = 0; c < key::columns; ++c) {
+      store_[c] = ctx_.buffer(capacity_ * key::column_bytes[c], "the key dictionary's key column " + std::to_string(c));
     }
   }
 
@@ -164,8 +160,8 @@ class key_dictionary {
     const std::uint64_t old_capacity = capacity_;
     allocate(std::min(capacity_ * 4, max_capacity));
     auto& queue = ctx_.compute_queue();
-    for (std::size_t c = 0; c < columns; ++c) {
-      check(queue.enqueueCopyBuffer(old_store[c], store_[c], 0, 0, old_capacity * column_bytes[c]),
+    for (std::size_t c = 0; c < key::columns; ++c) {
+      check(queue.enqueueCopyBuffer(old_store[c], store_[c], 0, 0, old_capacity * key::column_bytes[c]),
             "copying the key dictionary's keys");
     }
     kernels::dict_rehash_args<cl::Buffer> args;
