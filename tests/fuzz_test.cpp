@@ -98,27 +98,6 @@ struct key_columns_for<std::tuple<A, B>> {
   static constexpr std::size_t count = 2;
 };
 
-/// Device buffer of a host column.
-template <class T>
-device_column<T> upload(const std::vector<T>& host) {
-  const std::size_t bytes = std::max<std::size_t>(host.size() * sizeof(T), 1);
-  cl::Buffer buffer = ctx().buffer(bytes, "a fuzz column");
-  if (!host.empty()) {
-    REQUIRE(ctx().compute_queue().enqueueWriteBuffer(buffer, CL_TRUE, 0, host.size() * sizeof(T), host.data()) ==
-            CL_SUCCESS);
-  }
-  return device_column<T>(buffer, host.size());
-}
-
-template <class T>
-std::vector<T> download(const cl::Buffer& buffer, std::size_t n) {
-  std::vector<T> out(n);
-  if (n > 0) {
-    REQUIRE(ctx().compute_queue().enqueueReadBuffer(buffer, CL_TRUE, 0, n * sizeof(T), out.data()) == CL_SUCCESS);
-  }
-  return out;
-}
-
 /// The case on key type K (a key type, or a tuple of two for keys(a, b)) and scheme Scheme.
 template <class K, class Scheme>
 void run_case(const fuzz_case& c, std::mt19937_64& rng) {

@@ -104,13 +104,6 @@ TEST_CASE("composite keys of three columns, on device input and output") {
       std::span<const std::tuple<std::int16_t, std::uint8_t, std::int8_t>>(tuples), std::span<const double>(v));
   check_same(group_by(keys(a, b, c), v, q), expected);
   // Device columns in, device columns out: one result buffer per key column.
-  const auto upload = [&](const auto& host) {
-    using T = typename std::remove_cvref_t<decltype(host)>::value_type;
-    cl::Buffer buffer = ctx().buffer(host.size() * sizeof(T), "a test column");
-    REQUIRE(ctx().compute_queue().enqueueWriteBuffer(buffer, CL_TRUE, 0, host.size() * sizeof(T), host.data()) ==
-            CL_SUCCESS);
-    return device_column<T>(buffer, host.size());
-  };
   const auto da = upload(a);
   const auto db = upload(b);
   const auto dc = upload(c);

@@ -209,6 +209,27 @@ void check_nan_inf_semantics(const Sums& s, const Minima& lo, const Maxima& hi) 
   CHECK(hi[3] == inf);
 }
 
+/// A device column holding `host`, starting `offset` elements into its buffer.
+template <class T>
+gpuagg::device_column<T> upload(const std::vector<T>& host, std::size_t offset = 0) {
+  cl::Buffer buffer = ctx().buffer((offset + std::max<std::size_t>(host.size(), 1)) * sizeof(T), "a test column");
+  if (!host.empty()) {
+    REQUIRE(ctx().compute_queue().enqueueWriteBuffer(buffer, CL_TRUE, offset * sizeof(T), host.size() * sizeof(T),
+                                                     host.data()) == CL_SUCCESS);
+  }
+  return gpuagg::device_column<T>(buffer, host.size(), offset);
+}
+
+/// The first `n` elements of a device buffer.
+template <class T>
+std::vector<T> download(const cl::Buffer& buffer, std::size_t n) {
+  std::vector<T> host(n);
+  if (n > 0) {
+    REQUIRE(ctx().compute_queue().enqueueReadBuffer(buffer, CL_TRUE, 0, n * sizeof(T), host.data()) == CL_SUCCESS);
+  }
+  return host;
+}
+
 /// A key as text: a number, or a tuple of them (composite keys).
 template <class T>
 std::string show(const T& value) {

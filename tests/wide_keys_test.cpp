@@ -115,25 +115,6 @@ auto wide_reference(const wide_rows<K...>& rows, const std::vector<V>& values) {
   return out;
 }
 
-template <class T>
-device_column<T> upload(const std::vector<T>& host, std::size_t offset = 0) {
-  cl::Buffer buffer = ctx().buffer((offset + std::max<std::size_t>(host.size(), 1)) * sizeof(T), "a test column");
-  if (!host.empty()) {
-    REQUIRE(ctx().compute_queue().enqueueWriteBuffer(buffer, CL_TRUE, offset * sizeof(T), host.size() * sizeof(T),
-                                                     host.data()) == CL_SUCCESS);
-  }
-  return device_column<T>(buffer, host.size(), offset);
-}
-
-template <class T>
-std::vector<T> download(const cl::Buffer& buffer, std::size_t n) {
-  std::vector<T> host(n);
-  if (n > 0) {
-    REQUIRE(ctx().compute_queue().enqueueReadBuffer(buffer, CL_TRUE, 0, n * sizeof(T), host.data()) == CL_SUCCESS);
-  }
-  return host;
-}
-
 /// A device result read back to the host.
 template <class... K, class... O>
 result<key_tuple<K...>, O...> read_back(const device_result<key_tuple<K...>, O...>& d) {
