@@ -1,7 +1,13 @@
-// multi_device_bench: SELECT g, sum(v) GROUP BY g over uniform uint32 rows on host input
-// (pinned and pageable), on each device of a set alone and on the whole set together; every
-// result checked against a CPU reference. CSV on stdout, one line per (device set, input,
-// groups); a summary line last. A program, not a test: it never asserts on time.
+// multi_device_bench: SELECT g, sum(v) GROUP BY g over uniform uint32 rows, on each device of a
+// set alone and on the whole set together; every result checked against a CPU reference. CSV on
+// stdout, one line per (device set, input, groups); a summary line last. A program, not a test:
+// it never asserts on time. Inputs:
+//   pinned, pageable  host input: the set shares it through its block queue (group_by(set, ...));
+//                     pinned memory is the first member's (pinned_array)
+//   device            the rows split evenly, part i in member i's memory (group_by_parts); each
+//                     device alone: every row in its memory (group_by over device columns)
+//   pinned-parts      the rows split evenly, part i in memory pinned for member i (group_by_parts);
+//                     each device alone: every row in memory pinned for it
 //
 //   multi_device_bench --devices 0,1 --rows-log2 27 --groups-log2 10,20,24 --reps 5
 //   (devices: GPUAGG_DEVICE-style selectors; default: every device there is)
@@ -60,7 +66,7 @@ int main(int argc, char** argv) {
   app.add_option("--devices", devices_list, "comma-separated GPUAGG_DEVICE-style selectors (default: every device)");
   app.add_option("--rows-log2", rows_log2, "rows = 2^N");
   app.add_option("--groups-log2", groups_log2, "group counts, 2^N each")->delimiter(',');
-  app.add_option("--input", inputs, "pinned, pageable")->delimiter(',');
+  app.add_option("--input", inputs, "pinned, pageable, device, pinned-parts")->delimiter(',');
   app.add_option("--reps", reps, "timed repetitions");
   app.add_option("--warmup", warmup, "untimed runs first");
   app.add_option("--seed", seed, "input seed");
@@ -72,9 +78,29 @@ int main(int argc, char** argv) {
   for (std::size_t i = 0; i < set.size(); ++i) singles.emplace_back(std::vector<gpuagg::context*>{&set[i]});
 
   const std::size_t rows = std::size_t{1} << rows_log2;
+  const std::size_t n = set.size();
+  const auto wants = [&](const char* input) { return std::find(inputs.begin(), inputs.end(), input) != inputs.end(); };
+  for (const auto& input : inputs) {
+    if (input != "pinned" && input != "pageable" && input != "device" && input != "pinned-parts") {
+      std::cerr << "multi_device_bench: unknown input " << input << '\n';
+      return 2;
+    }
+  }
   // Pinned memory of the first member (a GPU listed first gets its DMA rate; the others stage).
   gpuagg::pinned_array<std::uint32_t> pinned_g(set[0], rows), pinned_v(set[0], rows);
   std::vector<std::uint32_t> pageable_g(rows), pageable_v(rows);
+  // pinned-parts: every row pinned for each member (alone), and each member's part pinned for it.
+  std::vector<gpuagg::pinned_array<std::uint32_t>> own_g, own_v, part_g, part_v;
+  const auto part_first = [&](std::size_t i) { return rows / n * i; };
+  const auto part_rows = [&](std::size_t i) { return i + 1 == n ? rows - part_first(i) : rows / n; };
+  if (wants("pinned-parts")) {
+    for (std::size_t i = 0; i < n; ++i) {
+      own_g.emplace_back(set[i], rows);
+      own_v.emplace_back(set[i], rows);
+      part_g.emplace_back(set[i], part_rows(i));
+      part_v.emplace_back(set[i], part_rows(i));
+    }
+  }
   const auto query = gpuagg::select(gpuagg::sum(gpuagg::col<0>));
 
   std::cout << "device_set,input,rows,groups,rows_per_device,wall_median_ms,wall_best_ms,ratio_to_best_single,"
@@ -92,24 +118,83 @@ int main(int argc, char** argv) {
     std::vector<bool> present(groups, false);
     for (std::size_t i = 0; i < rows; ++i) present[pageable_g[i]] = true;
 
+    // Device input: every row in each member's memory (alone), and each member's part.
+    std::vector<gpuagg::device_column<std::uint32_t>> all_g, all_v, parts_g, parts_v;
+    const auto upload = [](gpuagg::context& ctx, const std::uint32_t* from, std::size_t count) {
+      cl::Buffer b = ctx.buffer(std::max<std::size_t>(count, 1) * sizeof(std::uint32_t), "a benchmark column");
+      if (count > 0) ctx.compute_queue().enqueueWriteBuffer(b, CL_TRUE, 0, count * sizeof(std::uint32_t), from);
+      return gpuagg::device_column<std::uint32_t>(b, count);
+    };
+    if (wants("device")) {
+      for (std::size_t i = 0; i < n; ++i) {
+        all_g.push_back(upload(set[i], pageable_g.data(), rows));
+        all_v.push_back(upload(set[i], pageable_v.data(), rows));
+        parts_g.push_back(upload(set[i], pageable_g.data() + part_first(i), part_rows(i)));
+        parts_v.push_back(upload(set[i], pageable_v.data() + part_first(i), part_rows(i)));
+      }
+    }
+    if (wants("pinned-parts")) {
+      for (std::size_t i = 0; i < n; ++i) {
+        std::copy(pageable_g.begin(), pageable_g.end(), own_g[i].begin());
+        std::copy(pageable_v.begin(), pageable_v.end(), own_v[i].begin());
+        std::copy_n(pageable_g.begin() + part_first(i), part_rows(i), part_g[i].begin());
+        std::copy_n(pageable_v.begin() + part_first(i), part_rows(i), part_v[i].begin());
+      }
+    }
+
     for (const auto& input : inputs) {
       const bool pinned = input == "pinned";
       const std::span<const std::uint32_t> g = pinned ? std::span<const std::uint32_t>(pinned_g)
                                                       : std::span<const std::uint32_t>(pageable_g);
       const std::span<const std::uint32_t> v = pinned ? std::span<const std::uint32_t>(pinned_v)
                                                       : std::span<const std::uint32_t>(pageable_v);
-      const auto measure = [&](const gpuagg::device_set& devices) {
+      // One query over `members` (the whole set, or one member alone: index `alone`).
+      const auto run_once = [&](const gpuagg::device_set& members, std::size_t alone) {
+        if (input == "device") {
+          if (members.size() == 1) {
+            gpuagg::options opts;
+            opts.ctx = &members[0];
+            auto r = gpuagg::group_by(all_g[alone], all_v[alone], query, opts);
+            return std::pair{std::move(r), std::vector<std::uint64_t>{rows}};
+          }
+          auto r = gpuagg::group_by_parts(members, parts_g, parts_v, query);
+          std::vector<std::uint64_t> per;
+          for (const auto& d : r.stats.devices) per.push_back(d.rows);
+          return std::pair{std::move(r.result), per};
+        }
+        if (input == "pinned-parts") {
+          if (members.size() == 1) {
+            gpuagg::options opts;
+            opts.ctx = &members[0];
+            auto r = gpuagg::group_by(own_g[alone], own_v[alone], query, opts);
+            return std::pair{std::move(r), std::vector<std::uint64_t>{rows}};
+          }
+          std::vector<std::span<const std::uint32_t>> pg, pv;
+          for (std::size_t i = 0; i < n; ++i) {
+            pg.emplace_back(part_g[i]);
+            pv.emplace_back(part_v[i]);
+          }
+          auto r = gpuagg::group_by_parts(members, pg, pv, query);
+          std::vector<std::uint64_t> per;
+          for (const auto& d : r.stats.devices) per.push_back(d.rows);
+          return std::pair{std::move(r.result), per};
+        }
+        auto r = gpuagg::group_by(members, g, v, query);
+        std::vector<std::uint64_t> per;
+        for (const auto& d : r.stats.devices) per.push_back(d.rows);
+        return std::pair{std::move(r.result), per};
+      };
+      const auto measure = [&](const gpuagg::device_set& devices, std::size_t alone) {
         timing t;
         std::vector<double> walls;
         for (unsigned rep = 0; rep < warmup + reps; ++rep) {
           const auto start = std::chrono::steady_clock::now();
-          const auto r = gpuagg::group_by(devices, g, v, query);
+          const auto [r, per] = run_once(devices, alone);
           const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-          t.verified = t.verified && matches(r.result, sums, present);
+          t.verified = t.verified && matches(r, sums, present);
           if (rep < warmup) continue;
           walls.push_back(wall);
-          t.rows_per_device.clear();
-          for (const auto& d : r.stats.devices) t.rows_per_device.push_back(d.rows);
+          t.rows_per_device = per;
         }
         std::sort(walls.begin(), walls.end());
         t.median = walls.empty() ? 0 : walls[walls.size() / 2];
@@ -118,11 +203,11 @@ int main(int argc, char** argv) {
       };
       std::vector<timing> alone;
       double best_single = 0;
-      for (const auto& single : singles) {
-        alone.push_back(measure(single));
+      for (std::size_t i = 0; i < singles.size(); ++i) {
+        alone.push_back(measure(singles[i], i));
         if (best_single == 0 || alone.back().median < best_single) best_single = alone.back().median;
       }
-      const timing together = set.size() > 1 ? measure(set) : alone.front();
+      const timing together = set.size() > 1 ? measure(set, 0) : alone.front();
       const auto line = [&](const std::string& name, const timing& t) {
         std::string per;
         for (const auto n : t.rows_per_device) per += (per.empty() ? "" : ";") + std::to_string(n);

@@ -347,6 +347,72 @@ TEST_CASE("a slow device takes fewer blocks; the result stays exact") {
   }
 }
 
+TEST_CASE("input split across the members: device parts in each member's memory, host parts, uneven parts") {
+  const auto seed = fresh_seed();
+  CAPTURE(seed);
+  std::mt19937_64 rng(seed);
+  const auto& devices = two_devices();
+  const auto dictionary = key_dictionary<std::uint32_t>(5000, rng);
+  const std::size_t block = (64 << 10) / sizeof(std::int64_t);
+  for (const auto d : {distribution::uniform, distribution::heavy_hitter, distribution::sorted_runs}) {
+    const std::string distribution_shown = name(d);
+    CAPTURE(distribution_shown);
+    // Part sizes: even, uneven, one part empty, both around a block boundary.
+    for (const auto& [rows0, rows1] : {std::pair<std::size_t, std::size_t>{60'000, 60'000}, {3 * block + 1, 7},
+                                       {0, 50'000}, {block, block - 1}}) {
+      CAPTURE(rows0);
+      CAPTURE(rows1);
+      const auto keys = draw_keys(dictionary, rows0 + rows1, d, rng);
+      const auto vals = random_values<std::int64_t>(keys.size(), rng);
+      const auto expected = reference_group_by<all_kinds_bound<std::uint32_t>>(std::span<const std::uint32_t>(keys),
+                                                                              std::span<const std::int64_t>(vals));
+      const std::vector<std::uint32_t> k0(keys.begin(), keys.begin() + rows0), k1(keys.begin() + rows0, keys.end());
+      const std::vector<std::int64_t> v0(vals.begin(), vals.begin() + rows0), v1(vals.begin() + rows0, vals.end());
+      // Device parts, each in its member's memory (the second with an element offset).
+      const std::vector<device_column<std::uint32_t>> device_keys{upload(k0, 0, devices[0]), upload(k1, 5, devices[1])};
+      const std::vector<device_column<std::int64_t>> device_vals{upload(v0, 0, devices[0]), upload(v1, 5, devices[1])};
+      const auto on_device = group_by_parts(devices, device_keys, device_vals, all_kinds, small_blocks());
+      check_equal(on_device.result, expected);
+      check_stats(on_device.stats, keys.size(), on_device.result);
+      CHECK(on_device.stats.devices[0].rows == rows0);
+      CHECK(on_device.stats.devices[1].rows == rows1);
+      // Host parts, with the plan's own blocks.
+      const std::vector<std::span<const std::uint32_t>> host_keys{k0, k1};
+      const std::vector<std::span<const std::int64_t>> host_vals{v0, v1};
+      const auto on_host = group_by_parts(devices, host_keys, host_vals, all_kinds);
+      check_equal(on_host.result, expected);
+      check_stats(on_host.stats, keys.size(), on_host.result);
+    }
+  }
+}
+
+TEST_CASE("split input: the typed errors of one device, and a part in the wrong member's memory") {
+  const auto& devices = two_devices();
+  const std::vector<std::uint32_t> k{1, 2, 3};
+  const std::vector<std::int64_t> v{1, 2, 3}, short_v{1, 2};
+  using keys_part = std::span<const std::uint32_t>;
+  using vals_part = std::span<const std::int64_t>;
+  // Part counts: not one per member.
+  CHECK_THROWS_AS(group_by_parts(devices, std::vector<keys_part>{k}, std::vector<vals_part>{v}, all_kinds),
+                  invalid_argument_error);
+  CHECK_THROWS_AS(group_by_parts(devices, std::vector<keys_part>{k, k}, std::vector<vals_part>{v}, all_kinds),
+                  invalid_argument_error);
+  // A part whose columns differ in length.
+  CHECK_THROWS_AS(group_by_parts(devices, std::vector<keys_part>{k, k}, std::vector<vals_part>{v, short_v}, all_kinds),
+                  invalid_argument_error);
+  options with_ctx;
+  with_ctx.ctx = &ctx();
+  CHECK_THROWS_AS(group_by_parts(devices, std::vector<keys_part>{k, k}, std::vector<vals_part>{v, v}, all_kinds, with_ctx),
+                  invalid_argument_error);
+  // Device parts swapped: each in the other member's memory (a different context, even when both
+  // members name one device).
+  const std::vector<device_column<std::uint32_t>> swapped_keys{upload(k, 0, devices[1]), upload(k, 0, devices[0])};
+  const std::vector<device_column<std::int64_t>> swapped_vals{upload(v, 0, devices[1]), upload(v, 0, devices[0])};
+  CHECK_THROWS_AS(group_by_parts(devices, swapped_keys, swapped_vals, all_kinds), invalid_argument_error);
+  // One device alone: a column of another context is refused the same way.
+  CHECK_THROWS_AS(group_by(swapped_keys[0], swapped_vals[0], all_kinds), invalid_argument_error);
+}
+
 TEST_CASE("sub-devices of one device as the members") {
   const auto seed = fresh_seed();
   CAPTURE(seed);

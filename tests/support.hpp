@@ -209,13 +209,14 @@ void check_nan_inf_semantics(const Sums& s, const Minima& lo, const Maxima& hi) 
   CHECK(hi[3] == inf);
 }
 
-/// A device column holding `host`, starting `offset` elements into its buffer.
+/// A device column holding `host`, starting `offset` elements into its buffer, in the memory of
+/// `on` (the test device by default).
 template <class T>
-gpuagg::device_column<T> upload(const std::vector<T>& host, std::size_t offset = 0) {
-  cl::Buffer buffer = ctx().buffer((offset + std::max<std::size_t>(host.size(), 1)) * sizeof(T), "a test column");
+gpuagg::device_column<T> upload(const std::vector<T>& host, std::size_t offset = 0, gpuagg::context& on = ctx()) {
+  cl::Buffer buffer = on.buffer((offset + std::max<std::size_t>(host.size(), 1)) * sizeof(T), "a test column");
   if (!host.empty()) {
-    REQUIRE(ctx().compute_queue().enqueueWriteBuffer(buffer, CL_TRUE, offset * sizeof(T), host.size() * sizeof(T),
-                                                     host.data()) == CL_SUCCESS);
+    REQUIRE(on.compute_queue().enqueueWriteBuffer(buffer, CL_TRUE, offset * sizeof(T), host.size() * sizeof(T),
+                                                  host.data()) == CL_SUCCESS);
   }
   return gpuagg::device_column<T>(buffer, host.size(), offset);
 }

@@ -101,8 +101,11 @@ std::vector<column_data> column_data_of(const ColumnTuple& columns) {
 }
 
 /// Throws invalid_argument_error unless a query's columns (its `key_columns` key columns first)
-/// have one length and are all on the host or all on the device.
-inline void check_rows_and_residency(const std::vector<column_data>& columns, std::size_t key_columns) {
+/// have one length and are all on the host or all on the device, the device's columns in buffers
+/// of `runs_in` (the context that runs the query: OpenCL leaves a kernel's use of another
+/// context's buffer undefined).
+inline void check_rows_and_residency(const std::vector<column_data>& columns, std::size_t key_columns,
+                                     const cl::Context& runs_in) {
   if (columns.size() < key_columns) throw invalid_argument_error("group_by needs its key column(s)");
   const auto rows = columns.front().rows;
   for (std::size_t i = 1; i < columns.size(); ++i) {
@@ -116,6 +119,11 @@ inline void check_rows_and_residency(const std::vector<column_data>& columns, st
   const bool device = columns.front().on_device();
   for (const auto& c : columns) {
     if (c.on_device() != device) throw invalid_argument_error("columns must be all on the host or all on the device");
+    if (device && c.device.getInfo<CL_MEM_CONTEXT>()() != runs_in()) {
+      throw invalid_argument_error(
+          "a device column lives in another OpenCL context than the device that runs the query (options::ctx, "
+          "or the member of a device set whose part it is)");
+    }
   }
 }
 

@@ -264,7 +264,7 @@ struct tuple_key {
                  type(integral_constant<std::size_t, I>{}), fixed_string{"* restrict key_in"}, to_fixed_string<I>(),
                  fixed_string{", const ulong key_offset"}, to_fixed_string<I>())...,
           fixed_string{"\n#define TUPLE_STORE_PARAMS"},
-          concat(fixed_string{", __global volatile "}, type(integral_constant<std::size_t, I>{}),
+          concat(fixed_string{", __global "}, type(integral_constant<std::size_t, I>{}),
                  fixed_string{"* store"}, to_fixed_string<I>())...,
           fixed_string{"\n#define TUPLE_OUT_PARAMS"},
           concat(fixed_string{", __global "}, type(integral_constant<std::size_t, I>{}),

@@ -8,7 +8,9 @@
 // The blocks of the host input go to whichever device has a free block slot (a shared queue:
 // a slow device takes fewer blocks); each device runs its own driver with its own key sample,
 // plan and programs; the partial aggregates merge on one device, which finalizes once
-// (docs/multi_device.md). A header of its own, not part of groupby.hpp: it brings threads and a
+// (docs/multi_device.md). Input that already lives split across the members (each part in one
+// GPU's memory, or in host memory pinned for it) goes to group_by_parts: each member aggregates
+// its own part, and the partials merge the same way. A header of its own, not part of groupby.hpp: it brings threads and a
 // device set that single-device users do not need, and it builds on groupby.hpp (make_driver),
 // which therefore cannot include it.
 //
@@ -44,6 +46,35 @@ auto group_by(const device_set& devices, const KeyColumn& keys, const Values& va
   return detail::run_on_devices(
       devices, detail::column_list(keys, tuple), opts,
       [&](const options& mine) { return make_driver(keys, values, query, mine); },
+      [](auto& driver) { return finisher::finalize(driver); });
+}
+
+/// SELECT keys, outputs... GROUP BY keys over input split into one part per member of `devices`:
+/// member i aggregates key_parts[i] with value_parts[i] (a device column in its memory, or host
+/// memory, such as a pinned_array of its context), as group_by runs one device (its own plan;
+/// tuning when its part has the blocks for it), and the partials merge on the member with the
+/// most rows, which finalizes once. The result on the host, exactly as group_by over all the
+/// parts' rows gives it. Errors: those of group_by (a part's device column in another member's
+/// memory is invalid_argument_error); a part count other than the set's size is
+/// invalid_argument_error; the first failure of any member fails the whole query.
+template <class Query, key_input KeyColumn, class Values>
+auto group_by_parts(const device_set& devices, const std::vector<KeyColumn>& key_parts,
+                    const std::vector<Values>& value_parts, Query query, const options& opts = {}) {
+  using tuple_type = std::remove_cvref_t<decltype(detail::as_value_tuple(value_parts.front()))>;
+  using bound = typename detail::bound_for<KeyColumn, Query, tuple_type>::type;
+  using finisher = detail::host_result_for<typename bound::key::value_type, typename bound::output_tuple>;
+  if (key_parts.size() != value_parts.size()) {
+    throw invalid_argument_error("group_by_parts: " + std::to_string(key_parts.size()) + " key parts and " +
+                                 std::to_string(value_parts.size()) + " value parts");
+  }
+  detail::cpu_members_read_in_place in_place;
+  for (std::size_t i = 0; i < key_parts.size() && i < devices.size(); ++i) {
+    in_place.add(devices[i], detail::column_list(key_parts[i], detail::as_value_tuple(value_parts[i])));
+  }
+  return detail::run_parts_on_devices(
+      devices, key_parts.size(), opts,
+      [&](std::size_t i, const options& mine) { return make_driver(key_parts[i], value_parts[i], query, mine); },
+      [&](auto& driver) { detail::run_query<tuner_params{}>(driver, opts); },
       [](auto& driver) { return finisher::finalize(driver); });
 }
 

@@ -73,6 +73,8 @@ struct query_stats {
   std::uint64_t peak_device_bytes = 0;  ///< largest device memory held at once by the query
   double dictionary_seconds = 0;        ///< keys wider than 64 bits: profiled time of the key dictionary
   unsigned dictionary_growths = 0;      ///< keys wider than 64 bits: times the key dictionary grew
+  unsigned dictionary_launches = 0;     ///< keys wider than 64 bits: encode launches (rows left pending run again)
+  std::uint64_t dictionary_keys = 0;    ///< keys wider than 64 bits: distinct key tuples the dictionary holds
 
   /// The strategy of the last block (the one a tuned query converged to).
   strategy_kind strategy() const { return blocks.empty() ? strategy_kind::shared : blocks.back().params.strategy; }

@@ -94,7 +94,8 @@ auto wide_group_by(const std::tuple<const KeyColumns&...>& key_columns, const st
   const std::vector<column_data> keys_seen = column_data_of(key_columns);
   std::vector<column_data> all = keys_seen;
   all.insert(all.end(), value_columns.begin(), value_columns.end());
-  check_rows_and_residency(all, key_count);
+  context& ctx = opts.ctx ? *opts.ctx : default_context();
+  check_rows_and_residency(all, key_count, ctx.cl_context());
   const std::uint64_t rows = keys_seen.front().rows;
   const bool on_device = keys_seen.front().on_device();
   if (opts.domain) {
@@ -103,7 +104,6 @@ auto wide_group_by(const std::tuple<const KeyColumns&...>& key_columns, const st
   }
   if (opts.block_bytes && *opts.block_bytes == 0) throw invalid_argument_error("block_bytes must be positive");
 
-  context& ctx = opts.ctx ? *opts.ctx : default_context();
   dictionary dict(ctx, opts.expected_groups.value_or(0));
   // Keys go through the dictionary in blocks of 2^22 rows (or the caller's block_bytes of key
   // columns): large enough to keep the device busy, small enough that a block run again after
@@ -143,6 +143,8 @@ auto wide_group_by(const std::tuple<const KeyColumns&...>& key_columns, const st
     }();
     done.stats.dictionary_seconds = dict.kernel_seconds();
     done.stats.dictionary_growths = dict.growths();
+    done.stats.dictionary_launches = dict.launches();
+    done.stats.dictionary_keys = dict.ids();
     done.stats.host.dictionary += encoding + std::chrono::duration<double>(clock::now() - keys_started).count();
     done.stats.peak_device_bytes += held;
     done.stats.wall_seconds = std::chrono::duration<double>(clock::now() - started).count();

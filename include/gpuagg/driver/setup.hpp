@@ -36,7 +36,7 @@ aggregation_driver<Bound>::aggregation_driver(context& ctx, const options& opts,
 
 template <class Bound>
 void aggregation_driver<Bound>::validate() {
-  detail::check_rows_and_residency(columns_, key_policy::columns);
+  detail::check_rows_and_residency(columns_, key_policy::columns, ctx_.cl_context());
   const bool device = columns_.front().on_device();
   for (const auto& c : columns_) {
     if (device && c.offset != columns_.front().offset) {

@@ -4,16 +4,21 @@
 // from a tuple_key policy's text (key.hpp) and these kernels, with their argument structs.
 //
 // The dictionary is an open-addressing table of ids (EMPTY: all ones) beside a key store, one
-// column per key column, indexed by id. A row whose key is not found takes a fresh id from a
-// counter, writes its key to the store at that id, and only then publishes the id in the table
-// with a compare-and-swap; a row that finds an id compares the stored key, read through volatile
-// pointers so that it sees the store and not a stale cached line. A row that loses the race for
-// an empty bucket leaves its id unused (a hole no bucket names) and compares with the winner's.
-// Nobody waits on anybody: there is no lock to spin on, so the scheme is safe wherever work
-// items of one group do not run concurrently (CPU devices) as well as on GPUs.
-// counters[0] is the next id. When it passes the store's capacity the row gets no id and
-// counters[1] (overflow) is set: the host grows the dictionary and runs the block again (a row
-// already encoded finds its id).
+// column per key column, indexed by id. A row whose probe reaches an empty bucket claims it by
+// compare-and-swap, takes a fresh id from a counter, writes its key to the store and then the id
+// to the bucket. A row compares its key only with ids that existed before the launch: OpenCL
+// orders one work item's global writes for other work groups only at the end of a kernel
+// (mem_fence orders them within a work group, and NVIDIA's global fence is work-group scoped), so
+// a key stored in the same launch may not be visible yet. A row whose probe meets a claimed bucket
+// or an id of this launch is left pending and sets a flag; the host launches the kernel again over
+// the pending rows, with the ids of the launch before now comparable. Each launch settles at least
+// the rows that claimed a bucket, and a row claims a bucket only after every bucket before it on
+// its probe sequence held a different key, so no key gets two ids. Nobody waits on anybody: there
+// is no lock to spin on, so the scheme is safe wherever work items of one group do not run
+// concurrently (CPU devices) as well as on GPUs.
+// counters: [0] the next id, [1] overflow, [2] pending. When the next id passes the store's
+// capacity the row gets no id and the overflow flag is set: the host grows the dictionary and runs
+// the block again (a row already encoded finds its id).
 
 #include <cstdint>
 #include <vector>
@@ -25,6 +30,8 @@ namespace gpuagg::detail::kernels {
 
 inline constexpr fixed_string dictionary_kernels{R"CLC(
 #define GPUAGG_NO_ID 0xffffffffu
+#define GPUAGG_CLAIMED 0xfffffffeu
+#define GPUAGG_PENDING 0xfffffffdu
 
 // Mixes one key column's bits into the running hash; gpuagg_tuple_finish spreads the result
 // over all 64 bits (MurmurHash3's finalizer), so that the low bits index the table.
@@ -40,30 +47,40 @@ inline ulong gpuagg_tuple_finish(ulong h) {
   return h;
 }
 
-// ids[ids_offset + r] = the id of row r's key, rows [0, rows).
+// ids[ids_offset + r] = the id of row r's key, rows [0, rows); GPUAGG_PENDING where it is not
+// known yet (counters[2] set), GPUAGG_NO_ID where the store is full (counters[1] set). Ids below
+// `known_ids` were stored by earlier launches. `resume`: only the rows left pending run.
 __kernel void gpuagg_dict_encode(TUPLE_KEY_PARAMS, const ulong rows, __global volatile uint* table, const ulong mask
                                  TUPLE_STORE_PARAMS, __global volatile uint* counters, const uint store_capacity,
-                                 __global uint* restrict ids, const ulong ids_offset) {
+                                 const uint known_ids, const uint resume, __global uint* restrict ids,
+                                 const ulong ids_offset) {
   for (ulong row = get_global_id(0); row < rows; row += get_global_size(0)) {
+    if (resume != 0u && ids[ids_offset + row] != GPUAGG_PENDING) continue;
     TUPLE_LOAD_ROW(row)
     TUPLE_HASH_INTO(h)
     ulong bucket = h & mask;
-    uint id = GPUAGG_NO_ID;
+    uint id = GPUAGG_PENDING;
     for (;;) {
       uint word = table[bucket];
       if (word == GPUAGG_NO_ID) {
-        const uint fresh = atomic_inc(counters);
-        if (fresh >= store_capacity) {
-          counters[1] = 1u;
-          break;
-        }
-        TUPLE_STORE(fresh)
-        mem_fence(CLK_GLOBAL_MEM_FENCE);
-        word = atomic_cmpxchg(table + bucket, GPUAGG_NO_ID, fresh);
+        word = atomic_cmpxchg(table + bucket, GPUAGG_NO_ID, GPUAGG_CLAIMED);
         if (word == GPUAGG_NO_ID) {
+          const uint fresh = atomic_inc(counters);
+          if (fresh >= store_capacity) {
+            atomic_xchg(table + bucket, GPUAGG_NO_ID);
+            counters[1] = 1u;
+            id = GPUAGG_NO_ID;
+            break;
+          }
+          TUPLE_STORE(fresh)
+          atomic_xchg(table + bucket, fresh);
           id = fresh;
           break;
         }
+      }
+      if (word >= known_ids) {  // claimed, or an id of this launch: its key may not be visible
+        counters[2] = 1u;
+        break;
       }
       if (TUPLE_EQUALS_STORED(word)) {
         id = word;
@@ -116,7 +133,7 @@ struct key_column_arg {
 };
 
 /// gpuagg_dict_encode(TUPLE_KEY_PARAMS, rows, table, mask, TUPLE_STORE_PARAMS, counters,
-/// store_capacity, ids, ids_offset).
+/// store_capacity, known_ids, resume, ids, ids_offset).
 template <class Buffer>
 struct dict_encode_args {
   std::vector<key_column_arg<Buffer>> key_columns;
@@ -126,6 +143,8 @@ struct dict_encode_args {
   std::vector<Buffer> store;
   Buffer counters;  ///< next id, overflow flag
   std::uint32_t store_capacity = 0;
+  std::uint32_t known_ids = 0;  ///< ids stored by earlier launches: the only ones a row compares with
+  std::uint32_t resume = 0;     ///< 1: only the rows a launch before left pending
   Buffer ids;
   std::uint64_t ids_offset = 0;
   template <class F>
@@ -137,6 +156,8 @@ struct dict_encode_args {
     f(store);
     f(counters);
     f(store_capacity);
+    f(known_ids);
+    f(resume);
     f(ids);
     f(ids_offset);
   }

@@ -3,9 +3,11 @@
 // key sample, plan and programs) and runs the blocks it takes from the shared queue; the
 // partial aggregates then merge on one member (merge_site.hpp), which finalizes once.
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <exception>
+#include <functional>
 #include <future>
 #include <mutex>
 #include <optional>
@@ -68,27 +70,31 @@ struct multi_device_result {
 
 namespace detail {
 
-/// For the members that are CPU devices, the caller's host columns count as pinned memory of
-/// that member's context while the query runs: a CPU device reads host memory as it is, and the
-/// staging copy that a GPU's DMA needs would only be a second pass over the same memory bus.
+/// For the members that are CPU devices, host columns count as pinned memory of that member's
+/// context while the query runs: a CPU device reads host memory as it is, and the staging copy
+/// that a GPU's DMA needs would only be a second pass over the same memory bus.
 class cpu_members_read_in_place {
  public:
+  cpu_members_read_in_place() = default;
+  /// Every CPU member reads every one of `columns` (a shared queue hands any rows to any member).
   cpu_members_read_in_place(const device_set& devices, const std::vector<column_data>& columns) {
-    for (std::size_t i = 0; i < devices.size(); ++i) {
-      context& ctx = devices[i];
-      if (ctx.info().architecture != "cpu") continue;
-      for (const auto& c : columns) {
-        const std::uint64_t bytes = std::uint64_t(c.rows) * c.element_size;
-        if (c.host == nullptr || bytes == 0 || ctx.is_pinned(c.host, bytes)) continue;
-        ctx.register_pinned(c.host, bytes);
-        registered_.emplace_back(&ctx, c.host);
-      }
-    }
+    for (std::size_t i = 0; i < devices.size(); ++i) add(devices[i], columns);
   }
   cpu_members_read_in_place(const cpu_members_read_in_place&) = delete;
   cpu_members_read_in_place& operator=(const cpu_members_read_in_place&) = delete;
   ~cpu_members_read_in_place() {
     for (const auto& [ctx, data] : registered_) ctx->unregister_pinned(data);
+  }
+
+  /// `ctx` reads `columns` (when it is a CPU device).
+  void add(context& ctx, const std::vector<column_data>& columns) {
+    if (ctx.info().architecture != "cpu") return;
+    for (const auto& c : columns) {
+      const std::uint64_t bytes = std::uint64_t(c.rows) * c.element_size;
+      if (c.host == nullptr || bytes == 0 || ctx.is_pinned(c.host, bytes)) continue;
+      ctx.register_pinned(c.host, bytes);
+      registered_.emplace_back(&ctx, c.host);
+    }
   }
 
  private:
@@ -111,39 +117,28 @@ class first_failure {
   std::exception_ptr failure_;
 };
 
-/// Runs one query over `columns` (host input, all of `rows` rows) on every member of `devices`:
-/// `make(options)` builds a member's driver (options::ctx set to the member), `finalize(driver)`
-/// finalizes the merged one. A failure of any member fails the query with that member's error
-/// (the same typed error a single-device query throws), never a partial result.
-template <class MakeDriver, class Finalize>
-auto run_on_devices(const device_set& devices, const std::vector<column_data>& columns, const options& opts,
-                    MakeDriver&& make, Finalize&& finalize) {
-  using clock = std::chrono::steady_clock;
-  const auto started = clock::now();
-  const auto since = [](clock::time_point from) { return std::chrono::duration<double>(clock::now() - from).count(); };
+inline void check_device_set(const device_set& devices, const options& opts) {
   if (devices.empty()) throw invalid_argument_error("group_by over a device_set: the set has no device");
   if (opts.ctx != nullptr) {
     throw invalid_argument_error("group_by over a device_set: options::ctx names one device; the set names them all");
   }
-  for (const auto& c : columns) {
-    if (c.on_device()) {
-      throw invalid_argument_error(
-          "group_by over a device_set takes host columns (std::vector, std::span, pinned_array); a device column "
-          "lives in one device's memory");
-    }
-  }
-  const std::uint64_t rows = columns.empty() ? 0 : columns.front().rows;
-  const cpu_members_read_in_place in_place(devices, columns);
+}
 
-  using driver_ptr = decltype(make(opts));
+/// Runs every member of `devices` on a thread of its own: `make(i, options)` builds member i's
+/// driver (options::ctx set to the member), `work(i, driver)` runs its rows. Members on devices
+/// of one model build the same programs: the first builds them (into the on-disk binary cache,
+/// when it is on) while the others wait and then load them, instead of every member compiling
+/// the same source at once on the same host cores. A failure of any member calls `on_failure`
+/// (to stop the others) and is rethrown once all have stopped.
+template <class MakeDriver, class Work>
+auto run_members(const device_set& devices, const options& opts, std::vector<device_share>& shares,
+                 MakeDriver&& make, Work&& work, const std::function<void()>& on_failure) {
+  using clock = std::chrono::steady_clock;
+  const auto since = [](clock::time_point from) { return std::chrono::duration<double>(clock::now() - from).count(); };
+  using driver_ptr = decltype(make(std::size_t{0}, opts));
   const std::size_t n = devices.size();
   std::vector<driver_ptr> drivers(n);
-  std::vector<device_share> shares(n);
-  block_queue queue(rows, n);
   first_failure failure;
-  // Members on devices of one model build the same programs: the first builds them (into the
-  // on-disk binary cache, when it is on) while the others wait and then load them, instead of
-  // every member compiling the same source at once on the same host cores.
   std::vector<std::size_t> leader(n);
   for (std::size_t i = 0; i < n; ++i) {
     leader[i] = i;
@@ -171,45 +166,39 @@ auto run_on_devices(const device_set& devices, const std::vector<column_data>& c
           if (leader[i] != i) set_up_done[leader[i]].wait();
           options mine = opts;
           mine.ctx = &devices[i];
-          drivers[i] = make(mine);
+          drivers[i] = make(i, mine);
           set_up[i].set_value();
           announced = true;
-          auto& driver = *drivers[i];
           shares[i].setup_seconds = since(begun);
-          std::optional<execution_params> fixed;
-          if (opts.strategy || opts.config) {
-            const auto strategy = opts.strategy.value_or(driver.default_params().strategy);
-            fixed = execution_params{strategy, opts.config.value_or(driver.initial_config(strategy))};
-          }
           const auto running = clock::now();
-          const std::uint64_t limit = driver.block_rows();
-          const std::size_t window = std::max<std::size_t>(opts.blocks_in_flight, 1);
-          driver.run_blocks([&queue, i, limit, window] { return queue.next(i, limit, window); }, fixed);
+          work(i, *drivers[i]);
           shares[i].run_seconds = since(running);
         } catch (...) {
           if (!announced) set_up[i].set_value();
           failure.record(std::current_exception());
-          queue.cancel();  // the others stop taking blocks; the query fails as a whole
+          on_failure();
         }
       });
     }
   }
   failure.rethrow_if_any();
-  if (queue.handed_out() != rows) {
-    throw error("internal error: a multi-device query handed out " + std::to_string(queue.handed_out()) + " of " +
-                std::to_string(rows) + " rows");
-  }
-
-  multi_device_stats stats;
-  stats.run_seconds = since(started);
-  std::vector<std::uint64_t> rows_per_device(n);
   for (std::size_t i = 0; i < n; ++i) {
-    rows_per_device[i] = queue.rows_of(i);
     shares[i].device = drivers[i]->device().name;
-    shares[i].rows = rows_per_device[i];
-    shares[i].blocks = queue.blocks_of(i);
     shares[i].block_rows = drivers[i]->block_rows();
   }
+  return drivers;
+}
+
+/// The other members' partials merged into the member that aggregated the most rows
+/// (merge_site.hpp), which finalizes once: the result and the statistics.
+template <class DriverPtr, class Finalize>
+auto merge_and_finalize(std::vector<DriverPtr>& drivers, std::vector<device_share> shares, multi_device_stats stats,
+                        Finalize&& finalize, std::chrono::steady_clock::time_point started) {
+  using clock = std::chrono::steady_clock;
+  const auto since = [](clock::time_point from) { return std::chrono::duration<double>(clock::now() - from).count(); };
+  const std::size_t n = drivers.size();
+  std::vector<std::uint64_t> rows_per_device(n);
+  for (std::size_t i = 0; i < n; ++i) rows_per_device[i] = shares[i].rows;
   const std::size_t site = merge_site(rows_per_device);
   stats.merge_device = site;
 
@@ -217,6 +206,7 @@ auto run_on_devices(const device_set& devices, const std::vector<column_data>& c
   const auto merging = clock::now();
   using partial_type = decltype(drivers[site]->export_partial());
   std::vector<partial_type> partials(n);
+  first_failure failure;
   {
     std::vector<std::jthread> exports;
     for (std::size_t i = 0; i < n; ++i) {
@@ -248,6 +238,89 @@ auto run_on_devices(const device_set& devices, const std::vector<column_data>& c
   stats.devices = std::move(shares);
   stats.wall_seconds = since(started);
   return multi_device_result<decltype(result)>{std::move(result), std::move(stats)};
+}
+
+/// Runs one query over `columns` (host input, all of `rows` rows) on every member of `devices`,
+/// the blocks handed out by a shared queue: `make(options)` builds a member's driver (options::ctx
+/// set to the member), `finalize(driver)` finalizes the merged one. A failure of any member fails
+/// the query with that member's error (the same typed error a single-device query throws), never
+/// a partial result.
+template <class MakeDriver, class Finalize>
+auto run_on_devices(const device_set& devices, const std::vector<column_data>& columns, const options& opts,
+                    MakeDriver&& make, Finalize&& finalize) {
+  using clock = std::chrono::steady_clock;
+  const auto started = clock::now();
+  check_device_set(devices, opts);
+  for (const auto& c : columns) {
+    if (c.on_device()) {
+      throw invalid_argument_error(
+          "group_by over a device_set takes host columns (std::vector, std::span, pinned_array); a device column "
+          "lives in one device's memory (group_by_parts takes one part per member, in its memory)");
+    }
+  }
+  const std::uint64_t rows = columns.empty() ? 0 : columns.front().rows;
+  const cpu_members_read_in_place in_place(devices, columns);
+
+  const std::size_t n = devices.size();
+  std::vector<device_share> shares(n);
+  block_queue queue(rows, n);
+  auto drivers = run_members(
+      devices, opts, shares, [&](std::size_t, const options& mine) { return make(mine); },
+      [&](std::size_t i, auto& driver) {
+        std::optional<execution_params> fixed;
+        if (opts.strategy || opts.config) {
+          const auto strategy = opts.strategy.value_or(driver.default_params().strategy);
+          fixed = execution_params{strategy, opts.config.value_or(driver.initial_config(strategy))};
+        }
+        const std::uint64_t limit = driver.block_rows();
+        const std::size_t window = std::max<std::size_t>(opts.blocks_in_flight, 1);
+        driver.run_blocks([&queue, i, limit, window] { return queue.next(i, limit, window); }, fixed);
+      },
+      [&queue] { queue.cancel(); });  // the others stop taking blocks; the query fails as a whole
+  if (queue.handed_out() != rows) {
+    throw error("internal error: a multi-device query handed out " + std::to_string(queue.handed_out()) + " of " +
+                std::to_string(rows) + " rows");
+  }
+  multi_device_stats stats;
+  stats.run_seconds = std::chrono::duration<double>(clock::now() - started).count();
+  for (std::size_t i = 0; i < n; ++i) {
+    shares[i].rows = queue.rows_of(i);
+    shares[i].blocks = queue.blocks_of(i);
+  }
+  return merge_and_finalize(drivers, std::move(shares), std::move(stats), finalize, started);
+}
+
+/// Runs one query whose input is split into one part per member (`parts` of them): member i
+/// builds its driver over part i with `make(i, options)` and runs it as group_by runs one device
+/// (`run(driver)`: its own plan, and tuning when its part has the blocks for it); the partials
+/// then merge as above. The parts stay where the caller put them (a member's device memory, or
+/// host memory), so no member takes another's rows.
+template <class MakeDriver, class Run, class Finalize>
+auto run_parts_on_devices(const device_set& devices, std::size_t parts, const options& opts, MakeDriver&& make,
+                          Run&& run, Finalize&& finalize) {
+  using clock = std::chrono::steady_clock;
+  const auto started = clock::now();
+  check_device_set(devices, opts);
+  if (parts != devices.size()) {
+    throw invalid_argument_error("group_by_parts: " + std::to_string(parts) + " parts for a set of " +
+                                 std::to_string(devices.size()) + " devices (one part per member, in its order)");
+  }
+  const std::size_t n = devices.size();
+  std::vector<device_share> shares(n);
+  std::atomic<bool> stop{false};
+  auto drivers = run_members(
+      devices, opts, shares, make,
+      [&](std::size_t, auto& driver) {
+        if (!stop.load()) run(driver);
+      },
+      [&stop] { stop.store(true); });
+  multi_device_stats stats;
+  stats.run_seconds = std::chrono::duration<double>(clock::now() - started).count();
+  for (std::size_t i = 0; i < n; ++i) {
+    shares[i].rows = drivers[i]->rows();
+    shares[i].blocks = drivers[i]->stats().blocks.size();
+  }
+  return merge_and_finalize(drivers, std::move(shares), std::move(stats), finalize, started);
 }
 
 }  // namespace detail

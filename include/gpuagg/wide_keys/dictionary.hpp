@@ -36,9 +36,9 @@ class key_dictionary {
     encode_ = ctx_.kernel(program_, "gpuagg_dict_encode");
     rehash_ = ctx_.kernel(program_, "gpuagg_dict_rehash");
     keys_ = ctx_.kernel(program_, "gpuagg_dict_keys");
-    counters_ = ctx_.buffer(2 * sizeof(cl_uint), "the key dictionary's counters");
+    counters_ = ctx_.buffer(3 * sizeof(cl_uint), "the key dictionary's counters");
     const cl_uint zero = 0;
-    check(ctx_.compute_queue().enqueueFillBuffer(counters_, zero, 0, 2 * sizeof(cl_uint)),
+    check(ctx_.compute_queue().enqueueFillBuffer(counters_, zero, 0, 3 * sizeof(cl_uint)),
           "clearing the key dictionary's counters");
     allocate(std::clamp<std::uint64_t>(next_pow2(2 * expected_keys), std::uint64_t{1} << 12, max_capacity));
   }
@@ -49,6 +49,7 @@ class key_dictionary {
               const cl::Buffer& ids, std::uint64_t ids_offset) {
     if (rows == 0) return;
     auto& queue = ctx_.compute_queue();
+    std::uint32_t resume = 0;
     for (;;) {
       kernels::dict_encode_args<cl::Buffer> args;
       args.key_columns = key_columns;
@@ -58,22 +59,33 @@ class key_dictionary {
       args.store = store_;
       args.counters = counters_;
       args.store_capacity = static_cast<std::uint32_t>(capacity_);
+      args.known_ids = static_cast<std::uint32_t>(ids_);
+      args.resume = resume;
       args.ids = ids;
       args.ids_offset = ids_offset;
       bind_arguments(encode_, "the key dictionary's encode", args);
       cl::Event done;
       launch(encode_, rows, &done, "encoding keys in the key dictionary");
-      std::array<cl_uint, 2> counters{};
+      std::array<cl_uint, 3> counters{};
       check(queue.enqueueReadBuffer(counters_, CL_TRUE, 0, sizeof(counters), counters.data()),
             "reading the key dictionary's counters");
       kernel_seconds_ += event_seconds(done);
-      if (counters[1] == 0) {
-        ids_ = counters[0];
-        return;
+      ++launches_;
+      if (counters[1] != 0) {
+        // Some rows found no room and have no id: grow, then encode the block again. Ids past
+        // the capacity were never stored; those below it stay (a row encoded before finds its id).
+        grow(static_cast<std::uint32_t>(std::min<std::uint64_t>(counters[0], capacity_)));
+        resume = 0;
+        continue;
       }
-      // Some rows found no room and have no id: grow, then encode the block again. Ids past the
-      // capacity were never stored; those below it stay (a row encoded before finds its id).
-      grow(static_cast<std::uint32_t>(std::min<std::uint64_t>(counters[0], capacity_)));
+      ids_ = counters[0];
+      if (counters[2] == 0) return;
+      // Rows met keys stored in this launch, which they may not have seen: the next launch
+      // compares them, now that the launch has ended.
+      const cl_uint zero = 0;
+      check(queue.enqueueWriteBuffer(counters_, CL_FALSE, 2 * sizeof(cl_uint), sizeof(cl_uint), &zero),
+            "clearing the key dictionary's pending flag");
+      resume = 1;
     }
   }
 
@@ -104,9 +116,10 @@ class key_dictionary {
     }
   }
 
-  /// Ids handed out so far, unused ones included: every id is below it.
+  /// Ids handed out so far: one per distinct key tuple encoded, numbered from 0 without holes.
   std::uint64_t ids() const noexcept { return ids_; }
   unsigned growths() const noexcept { return growths_; }
+  unsigned launches() const noexcept { return launches_; }
   /// Profiled time of the dictionary's kernels.
   double kernel_seconds() const noexcept { return kernel_seconds_; }
   /// Device memory the dictionary holds: table, key store, counters, host input's staging.
@@ -173,10 +186,11 @@ class key_dictionary {
     bind_arguments(rehash_, "the key dictionary's rehash", args);
     cl::Event done;
     launch(rehash_, 2 * old_capacity, &done, "growing the key dictionary");
-    const std::array<cl_uint, 2> counters{ids_in_use, 0};
+    const std::array<cl_uint, 3> counters{ids_in_use, 0, 0};
     check(queue.enqueueWriteBuffer(counters_, CL_TRUE, 0, sizeof(counters), counters.data()),
           "resetting the key dictionary's counters");
     kernel_seconds_ += event_seconds(done);
+    ids_ = ids_in_use;
     ++growths_;
   }
 
@@ -206,6 +220,7 @@ class key_dictionary {
   std::uint64_t ids_ = 0;
   std::uint64_t staging_bytes_ = 0;
   unsigned growths_ = 0;
+  unsigned launches_ = 0;
   double kernel_seconds_ = 0;
 };
 
