@@ -30,7 +30,26 @@ struct timing {
   double best = 0;
   bool verified = true;
   std::vector<std::uint64_t> rows_per_device;
+  std::string phases;  ///< set-up (the slowest member's), run (the slowest member's), merge, finalize, ms
 };
+
+/// The same phases of a one-device query: set-up, the blocks, no merge, FINALIZE and the copy.
+std::string phases_of(const gpuagg::query_stats& s) {
+  const double run = s.wall_seconds - s.setup_seconds - s.host.finalize;
+  return std::to_string(s.setup_seconds * 1e3) + ',' + std::to_string(run * 1e3) + ",0," +
+         std::to_string(s.host.finalize * 1e3);
+}
+
+/// The phases of a multi-device query, as the CSV's four phase columns.
+std::string phases_of(const gpuagg::multi_device_stats& s) {
+  double setup = 0, run = 0;
+  for (const auto& d : s.devices) {
+    setup = std::max(setup, d.setup_seconds);
+    run = std::max(run, d.run_seconds);
+  }
+  return std::to_string(setup * 1e3) + ',' + std::to_string(run * 1e3) + ',' + std::to_string(s.merge_seconds * 1e3) +
+         ',' + std::to_string(s.finalize_seconds * 1e3);
+}
 
 /// sum(v) per key, keys in [0, groups): the reference, by direct indexing.
 std::vector<std::uint64_t> reference_sums(const std::uint32_t* g, const std::uint32_t* v, std::size_t rows,
@@ -104,7 +123,7 @@ int main(int argc, char** argv) {
   const auto query = gpuagg::select(gpuagg::sum(gpuagg::col<0>));
 
   std::cout << "device_set,input,rows,groups,rows_per_device,wall_median_ms,wall_best_ms,ratio_to_best_single,"
-               "verified\n";
+               "members_setup_ms,members_run_ms,merge_ms,finalize_ms,verified\n";
   std::size_t verified = 0;
   std::size_t unverified = 0;
   for (const unsigned gl : groups_log2) {
@@ -155,19 +174,19 @@ int main(int argc, char** argv) {
             gpuagg::options opts;
             opts.ctx = &members[0];
             auto r = gpuagg::group_by(all_g[alone], all_v[alone], query, opts);
-            return std::pair{std::move(r), std::vector<std::uint64_t>{rows}};
+            return std::tuple{r, std::vector<std::uint64_t>{rows}, phases_of(r.stats)};
           }
           auto r = gpuagg::group_by_parts(members, parts_g, parts_v, query);
           std::vector<std::uint64_t> per;
           for (const auto& d : r.stats.devices) per.push_back(d.rows);
-          return std::pair{std::move(r.result), per};
+          return std::tuple{std::move(r.result), per, phases_of(r.stats)};
         }
         if (input == "pinned-parts") {
           if (members.size() == 1) {
             gpuagg::options opts;
             opts.ctx = &members[0];
             auto r = gpuagg::group_by(own_g[alone], own_v[alone], query, opts);
-            return std::pair{std::move(r), std::vector<std::uint64_t>{rows}};
+            return std::tuple{r, std::vector<std::uint64_t>{rows}, phases_of(r.stats)};
           }
           std::vector<std::span<const std::uint32_t>> pg, pv;
           for (std::size_t i = 0; i < n; ++i) {
@@ -177,24 +196,25 @@ int main(int argc, char** argv) {
           auto r = gpuagg::group_by_parts(members, pg, pv, query);
           std::vector<std::uint64_t> per;
           for (const auto& d : r.stats.devices) per.push_back(d.rows);
-          return std::pair{std::move(r.result), per};
+          return std::tuple{std::move(r.result), per, phases_of(r.stats)};
         }
         auto r = gpuagg::group_by(members, g, v, query);
         std::vector<std::uint64_t> per;
         for (const auto& d : r.stats.devices) per.push_back(d.rows);
-        return std::pair{std::move(r.result), per};
+        return std::tuple{std::move(r.result), per, members.size() > 1 ? phases_of(r.stats) : phases_of(r.result.stats)};
       };
       const auto measure = [&](const gpuagg::device_set& devices, std::size_t alone) {
         timing t;
         std::vector<double> walls;
         for (unsigned rep = 0; rep < warmup + reps; ++rep) {
           const auto start = std::chrono::steady_clock::now();
-          const auto [r, per] = run_once(devices, alone);
+          const auto [r, per, phases] = run_once(devices, alone);
           const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
           t.verified = t.verified && matches(r, sums, present);
           if (rep < warmup) continue;
           walls.push_back(wall);
           t.rows_per_device = per;
+          t.phases = phases;
         }
         std::sort(walls.begin(), walls.end());
         t.median = walls.empty() ? 0 : walls[walls.size() / 2];
@@ -213,7 +233,7 @@ int main(int argc, char** argv) {
         for (const auto n : t.rows_per_device) per += (per.empty() ? "" : ";") + std::to_string(n);
         std::cout << '"' << name << "\"," << input << ',' << rows << ',' << groups << ',' << per << ','
                   << t.median * 1e3 << ',' << t.best * 1e3 << ',' << (t.median > 0 ? best_single / t.median : 0)
-                  << ',' << (t.verified ? 1 : 0) << '\n';
+                  << ',' << t.phases << ',' << (t.verified ? 1 : 0) << '\n';
         (t.verified ? verified : unverified) += 1;
       };
       std::string all;
