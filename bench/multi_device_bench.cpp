@@ -1,6 +1,6 @@
 // multi_device_bench: SELECT g, sum(v) GROUP BY g over uniform uint32 rows, on each device of a
 // set alone and on the whole set together; every result checked against a CPU reference. CSV on
-// stdout, one line per (device set, input, groups); a summary line last. A program, not a test:
+// stdout, one line per (device set, input, groups); a summary line on stderr. A program, not a test:
 // it never asserts on time. Inputs:
 //   pinned, pageable  host input: the set shares it through its block queue (group_by(set, ...));
 //                     pinned memory is the first member's (pinned_array)
@@ -244,6 +244,6 @@ int main(int argc, char** argv) {
       if (set.size() > 1) line(all, together);
     }
   }
-  std::cout << "multi-device-bench: " << verified << " results verified, " << unverified << " unverified\n";
+  std::cerr << "multi-device-bench: " << verified << " results verified, " << unverified << " unverified\n";
   return unverified == 0 && verified > 0 ? 0 : 1;
 }

@@ -49,9 +49,12 @@ FILES = {
     "fill.csv": ("one query per SHARED configuration, every block", "fill", "column"),
     "fill_blocks.csv": ("the same, one row per block", "fill", "via fill.csv"),
     "composite.csv": ("the default call with two uint32 key columns, keys(a, b)", "composite", "column"),
+    "wide.csv": ("the default call with two uint64 key columns (the key dictionary), device and pinned input",
+                 "wide", "column"),
     "tpch.csv": ("TPC-H Q1 (tpch_q1_bench) at SF 10 and SF 100, device, pinned and pageable input", "tpch", "column"),
     "tpch_pyarrow.csv": ("TPC-H Q1 in pyarrow on the host's cores over the same columns", "tpch", "column"),
-    "multi_device.csv": ("the GPU and the CPU (PoCL) alone and together on host input (multi_device_bench)",
+    "multi_device.csv": ("several devices alone and together (multi_device_bench): on h100 the GPU and the CPU "
+                         "(PoCL) on host input; on h100x2 two GPUs on device, pinned and pageable input",
                          "none: bench/multi_device_bench, docs/multi_device.md", "column"),
     "profile_kernels.csv": ("Nsight Compute counters of the CUDA twin and of PyTorch's kernels", "profile",
                             "column (twin rows)"),
@@ -183,6 +186,11 @@ class DefaultRun:
             if r["phase"] == "warm" and r["system"] == "default" and self.rows_log2 is not None and \
                     round(math.log2(int(r["rows"]))) == self.rows_log2:
                 self.composite[int(r["groups_log2"])].append(r)
+        self.wide = defaultdict(list)  # (input, groups_log2) -> warm rows of keys(a, b), two uint64 columns
+        for r in res.rows("wide.csv"):
+            if r["phase"] == "warm" and r["system"] == "default" and self.rows_log2 is not None and \
+                    round(math.log2(int(r["rows"]))) == self.rows_log2:
+                self.wide[(r["input"], int(r["groups_log2"]))].append(r)
         self.tpch = defaultdict(list)  # (scale, input) -> timed rows
         for r in res.rows("tpch.csv"):
             self.tpch[(int(r["scale"]), r["input"])].append(r)
@@ -386,6 +394,19 @@ def table_composite(run):
                   "one key, median", "two / one", "estimate / true groups"], out)
 
 
+def table_wide(run):
+    if not run.wide:
+        return None
+    out = []
+    for (input_, g) in sorted(run.wide, key=lambda k: (k[0] != "device", k[1])):
+        wide, one = run.wide[(input_, g)], run.get(input_, "uniform", g, "default")
+        r2, r1 = run.rate(wide), run.rate(one)
+        out.append([input_, f"2^{g}", wide[0]["groups"], run.plan(wide), fmt(r2), fmt(run.best(wide)),
+                    fmt(r1) if r1 else "-", fmt(r2 / r1) if r1 and r2 else "-"])
+    return table(["input", "groups", "distinct keys", "plan over the ids (last block)", "two uint64 keys, median",
+                  "two uint64 keys, best", "one uint32 key, median", "wide / one"], out)
+
+
 def table_tpch(run):
     if not run.tpch:
         return None
@@ -423,26 +444,40 @@ def table_multi_device(res):
     rows = res.rows("multi_device.csv")
     if not rows:
         return None
-    by = defaultdict(dict)
+    by = defaultdict(lambda: {"both": None, "singles": []})
     for r in rows:
-        kind = "both" if " + " in r["device_set"] else r["device_set"]
-        by[(r["input"], int(r["groups"]))][kind] = r
+        entry = by[(r["input"], int(r["groups"]))]
+        if " + " in r["device_set"]:
+            entry["both"] = r
+        else:
+            entry["singles"].append(r)
+    order = ["device", "pinned-parts", "pinned", "pageable"]
+    phases = "merge_ms" in rows[0]
     out = []
-    for (input_, groups), d in sorted(by.items(), key=lambda kv: (kv[0][0] != "pinned", kv[0][1])):
-        both = d.get("both")
-        singles = [r for k, r in d.items() if k != "both"]
+    for (input_, groups), d in sorted(by.items(), key=lambda kv: (order.index(kv[0][0]) if kv[0][0] in order
+                                                                  else len(order), kv[0][1])):
+        both, singles = d["both"], d["singles"]
         if not both or not singles:
             continue
         best = min(singles, key=lambda r: float(r["wall_median_ms"]))
         rest = sorted((r for r in singles if r is not best), key=lambda r: float(r["wall_median_ms"]))
         per = [int(x) for x in both["rows_per_device"].split(";")]
-        out.append([input_, f"2^{lg(groups)}", f"{fmt(float(best['wall_median_ms']))} ({best['device_set']})",
-                    ", ".join(f"{fmt(float(r['wall_median_ms']))}" for r in rest),
-                    fmt(float(both["wall_median_ms"])),
-                    f"{float(best['wall_median_ms']) / float(both['wall_median_ms']):.2f}x",
-                    " / ".join(f"{100 * p / sum(per):.1f}%" for p in per)])
-    return table(["input", "groups", "best single device, ms", "other device, ms", "together, ms",
-                  "together vs best single", "rows per device"], out)
+        line = [input_, f"2^{lg(groups)}", f"{fmt(float(best['wall_median_ms']))} ({best['device_set']})",
+                ", ".join(f"{fmt(float(r['wall_median_ms']))}" for r in rest),
+                fmt(float(both["wall_median_ms"])),
+                f"{float(best['wall_median_ms']) / float(both['wall_median_ms']):.2f}x",
+                " / ".join(f"{100 * p / sum(per):.1f}%" for p in per)]
+        if phases:
+            line += [" / ".join(fmt(float(both[k])) for k in ("members_setup_ms", "members_run_ms", "merge_ms",
+                                                              "finalize_ms")),
+                     " / ".join(fmt(float(best[k])) for k in ("members_setup_ms", "members_run_ms",
+                                                              "finalize_ms"))]
+        out.append(line)
+    header = ["input", "groups", "best single device, ms", "other device, ms", "together, ms",
+              "together vs best single", "rows per device"]
+    if phases:
+        header += ["together: set-up / run / merge / finalize, ms", "best single: set-up / run / finalize, ms"]
+    return table(header, out)
 
 
 def table_targets(run):
@@ -920,6 +955,7 @@ def make_tables(res):
         "skew": lambda: table_inputs(run, ["device"], ["zipf", "heavy", "sorted"], False),
         "host": lambda: table_inputs(run, ["pinned", "pageable"], ["uniform"], True),
         "composite": lambda: table_composite(run),
+        "wide": lambda: table_wide(run),
         "multi-device": lambda: table_multi_device(res),
         "tpch": lambda: table_tpch(run),
         "tpch-pyarrow": lambda: table_tpch_pyarrow(run),
