@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "../kernels/table.hpp"
+#include "../runtime/readback.hpp"
 #include "kernel_binder.hpp"
 
 namespace gpuagg {
@@ -56,13 +57,51 @@ auto aggregation_driver<Bound>::finalize_to_host() -> result<typename key_policy
   const auto done = enqueue_finalize(on_device, false);
   const std::size_t n = on_device.size();
   auto& queue = ctx_.compute_queue();
-  std::vector<cl::Event> reads;
+  constexpr std::size_t key_columns = key_policy::columns;
+  std::vector<cl::Event> reads(n > 0 ? key_columns + sizeof...(Outputs) : 0);
+  const auto key_bytes = [&](std::size_t c) { return n * key_policy::column_bytes[c]; };
+  std::uint64_t total = 0;
+  for (std::size_t c = 0; c < key_columns; ++c) total += key_bytes(c);
+  total += n * (sizeof(Outputs) + ... + 0);
+  detail::host_staging staging(ctx_, total);
+  if (n > 0 && staging.active()) {
+    // The copies land in pinned memory while the host sizes the result's vectors; then several
+    // threads move them over (runtime/readback.hpp).
+    std::vector<const void*> staged;
+    for (std::size_t c = 0; c < key_columns; ++c) {
+      staged.push_back(staging.read(queue, on_device.key_columns[c], key_bytes(c), &reads[c], "reading the result keys"));
+    }
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      (staged.push_back(staging.read(queue, std::get<I>(on_device.columns), n * sizeof(Outputs),
+                                     &reads[key_columns + I], "reading a result column")),
+       ...);
+    }(std::index_sequence_for<Outputs...>{});
+    detail::check(queue.flush(), "starting the result's copies");
+    if constexpr (requires { out.keys.reserve(n); out.keys.capacity(); }) {  // one std::vector
+      detail::resize_for_copy(out.keys, n);
+    } else {
+      out.keys.resize(n);
+    }
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      (detail::resize_for_copy(std::get<I>(out.columns), n), ...);
+    }(std::index_sequence_for<Outputs...>{});
+    await_finalize(n, done, reads);
+    for (std::size_t c = 0; c < key_columns; ++c) {
+      detail::host_staging::copy_out(detail::key_column_data(out.keys, c), staged[c], key_bytes(c));
+    }
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      (detail::host_staging::copy_out(std::get<I>(out.columns).data(), staged[key_columns + I], n * sizeof(Outputs)),
+       ...);
+    }(std::index_sequence_for<Outputs...>{});
+    clock.stop();
+    finish_stats();
+    out.stats = stats_;
+    return out;
+  }
   out.keys.resize(n);
   if (n > 0) {
-    constexpr std::size_t key_columns = key_policy::columns;
-    reads.resize(key_columns + sizeof...(Outputs));
     for (std::size_t c = 0; c < key_columns; ++c) {
-      detail::check(queue.enqueueReadBuffer(on_device.key_columns[c], CL_FALSE, 0, n * key_policy::column_bytes[c],
+      detail::check(queue.enqueueReadBuffer(on_device.key_columns[c], CL_FALSE, 0, key_bytes(c),
                                             detail::key_column_data(out.keys, c), nullptr, &reads[c]),
                     "reading the result keys");
     }

@@ -15,6 +15,7 @@
 
 #include "../kernels/table.hpp"
 #include "kernel_binder.hpp"
+#include "../runtime/readback.hpp"
 
 namespace gpuagg {
 
@@ -53,17 +54,45 @@ auto aggregation_driver<Bound>::export_partial() -> partial_type {
     throw error("internal error: EXPORT wrote " + std::to_string(written) + " groups, the table holds " +
                 std::to_string(groups));
   }
-  out.keys.resize(groups);
-  if (groups > 0) {
-    detail::check(queue.enqueueReadBuffer(exported.keys, CL_TRUE, 0, groups * sizeof(bits_type), out.keys.data()),
-                  "reading the exported keys");
+  std::uint64_t total = groups * sizeof(bits_type);
+  [&]<std::size_t... J>(std::index_sequence<J...>) {
+    total += groups * (sizeof(acc_t<J>) + ... + 0);
+  }(std::make_index_sequence<aggregate_count>{});
+  detail::host_staging staging(ctx_, total);
+  if (groups > 0 && staging.active()) {
+    // Through pinned memory while the host sizes the partial's vectors (runtime/readback.hpp).
+    std::vector<cl::Event> reads(1 + aggregate_count);
+    std::vector<const void*> staged{
+        staging.read(queue, exported.keys, groups * sizeof(bits_type), &reads[0], "reading the exported keys")};
     [&]<std::size_t... J>(std::index_sequence<J...>) {
-      ((std::get<J>(out.accumulators).resize(groups),
-        detail::check(queue.enqueueReadBuffer(exported.accs[J], CL_TRUE, 0, groups * sizeof(acc_t<J>),
-                                              std::get<J>(out.accumulators).data()),
-                      "reading the exported accumulators")),
+      (staged.push_back(staging.read(queue, exported.accs[J], groups * sizeof(acc_t<J>), &reads[1 + J],
+                                     "reading the exported accumulators")),
        ...);
     }(std::make_index_sequence<aggregate_count>{});
+    detail::check(queue.flush(), "starting the export's copies");
+    detail::resize_for_copy(out.keys, groups);
+    [&]<std::size_t... J>(std::index_sequence<J...>) {
+      (detail::resize_for_copy(std::get<J>(out.accumulators), groups), ...);
+    }(std::make_index_sequence<aggregate_count>{});
+    for (const auto& read : reads) detail::wait_for(read, "reading an exported partial aggregate");
+    detail::host_staging::copy_out(out.keys.data(), staged[0], groups * sizeof(bits_type));
+    [&]<std::size_t... J>(std::index_sequence<J...>) {
+      (detail::host_staging::copy_out(std::get<J>(out.accumulators).data(), staged[1 + J], groups * sizeof(acc_t<J>)),
+       ...);
+    }(std::make_index_sequence<aggregate_count>{});
+  } else {
+    out.keys.resize(groups);
+    if (groups > 0) {
+      detail::check(queue.enqueueReadBuffer(exported.keys, CL_TRUE, 0, groups * sizeof(bits_type), out.keys.data()),
+                    "reading the exported keys");
+      [&]<std::size_t... J>(std::index_sequence<J...>) {
+        ((std::get<J>(out.accumulators).resize(groups),
+          detail::check(queue.enqueueReadBuffer(exported.accs[J], CL_TRUE, 0, groups * sizeof(acc_t<J>),
+                                                std::get<J>(out.accumulators).data()),
+                        "reading the exported accumulators")),
+         ...);
+      }(std::make_index_sequence<aggregate_count>{});
+    }
   }
   release(table_bytes(exported) + sizeof(cl_ulong));
   recycle(exported);
@@ -95,12 +124,22 @@ void aggregation_driver<Bound>::absorb(const partial_type& partial) {
   }
   table_buffers incoming = make_buffers(n - 1, "a partial aggregate to absorb");  // n entries
   auto& queue = ctx_.compute_queue();
-  detail::check(queue.enqueueWriteBuffer(incoming.keys, CL_FALSE, 0, n * sizeof(bits_type), partial.keys.data()),
-                "copying a partial aggregate's keys");
+  std::uint64_t total = n * sizeof(bits_type);
   [&]<std::size_t... J>(std::index_sequence<J...>) {
-    (detail::check(queue.enqueueWriteBuffer(incoming.accs[J], CL_FALSE, 0, n * sizeof(acc_t<J>),
-                                            std::get<J>(partial.accumulators).data()),
-                   "copying a partial aggregate's accumulators"),
+    total += n * (sizeof(acc_t<J>) + ... + 0);
+  }(std::make_index_sequence<aggregate_count>{});
+  detail::host_staging staging(ctx_, total);  // ends after the merge's counters were read
+  const auto write = [&](const cl::Buffer& to, const void* from, std::uint64_t bytes, const char* what) {
+    if (staging.active()) {
+      staging.write(queue, to, from, bytes, what);
+    } else {
+      detail::check(queue.enqueueWriteBuffer(to, CL_FALSE, 0, bytes, from), what);
+    }
+  };
+  write(incoming.keys, partial.keys.data(), n * sizeof(bits_type), "copying a partial aggregate's keys");
+  [&]<std::size_t... J>(std::index_sequence<J...>) {
+    (write(incoming.accs[J], std::get<J>(partial.accumulators).data(), n * sizeof(acc_t<J>),
+           "copying a partial aggregate's accumulators"),
      ...);
   }(std::make_index_sequence<aggregate_count>{});
   merge(incoming, n, 0);  // every entry a real key, EMPTY_KEY's bits included
