@@ -66,7 +66,7 @@ struct faulty_driver {
   launch_config initial_config(strategy_kind s) const { return real->initial_config(s); }
   const device_info& device() const { return real->device(); }
   const query_stats& stats() const { return real->stats(); }
-  auto export_partial() { return real->export_partial(); }
+  auto export_for_merge() { return real->export_for_merge(); }
   template <class Partial>
   void absorb(const Partial& p) { real->absorb(p); }
   template <class Next>

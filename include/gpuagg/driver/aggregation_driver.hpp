@@ -28,6 +28,7 @@
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -42,6 +43,7 @@
 #include "../plan.hpp"
 #include "../result.hpp"
 #include "../runtime/context.hpp"
+#include "../runtime/readback.hpp"
 #include "../source.hpp"
 #include "../strategy.hpp"
 #include "key_sample.hpp"
@@ -115,6 +117,17 @@ class aggregation_driver {
   static constexpr bool identity_scheme = Bound::scheme::is_identity;
   /// A partial aggregate of this query (export_partial, absorb).
   using partial_type = typename detail::partial_type_for<Bound>::type;
+  /// A partial aggregate on its way to another driver of the same query (export_for_merge,
+  /// absorb): in pinned memory of the exporting device where that pays, which the absorbing
+  /// device copies from as it is, else in vectors.
+  struct merge_partial {
+    partial_type vectors;
+    std::shared_ptr<detail::host_staging> pinned;
+    std::uint64_t groups = 0;
+    const void* keys = nullptr;
+    std::array<const void*, aggregate_count> accs{};
+    std::size_t size() const noexcept { return static_cast<std::size_t>(groups); }
+  };
 
   /// `columns`: the key column, then the value columns, all of `rows` rows, all on the host or
   /// all on the device.
@@ -181,6 +194,11 @@ class aggregation_driver {
   /// is then sized for the first partial it takes in.
   void absorb(const partial_type& partial);
 
+  /// export_partial() for absorb() by another driver of this query in this process (several
+  /// devices): the copy through host memory made once, into pinned memory, where that pays.
+  merge_partial export_for_merge();
+  void absorb(const merge_partial& partial);
+
   /// FINALIZE into device buffers: keys, then one buffer per output.
   template <class... Outputs>
   device_result<typename key_policy::value_type, Outputs...> finalize_on_device();
@@ -212,6 +230,14 @@ class aggregation_driver {
     /// The table as a kernel argument (ACC_PARAMS).
     detail::kernels::table_arg<cl::Buffer> arg() const { return {keys, {accs.begin(), accs.end()}}; }
   };
+  /// EXPORT of the table into new buffers; returns them and the groups (the count checked).
+  std::pair<table_buffers, std::uint64_t> run_export();
+  /// Bytes of a partial aggregate of `groups` groups: keys and accumulators.
+  static std::uint64_t partial_bytes(std::uint64_t groups);
+  /// absorb() of `n` groups: keys and one column per accumulator, from host memory (pinned or
+  /// not).
+  void absorb_columns(std::uint64_t n, const void* keys, const std::array<const void*, aggregate_count>& accs,
+                      bool pinned_source);
   struct staging_slot {
     std::vector<detail::buffer_pool::pinned_buffer> pinned;
     std::vector<std::uint64_t> pinned_class;

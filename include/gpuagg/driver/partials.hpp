@@ -20,11 +20,8 @@
 namespace gpuagg {
 
 template <class Bound>
-auto aggregation_driver<Bound>::export_partial() -> partial_type {
-  partial_type out;
-  if (!table_ready_) return out;
+auto aggregation_driver<Bound>::run_export() -> std::pair<table_buffers, std::uint64_t> {
   if (next_row_ < rows_) run_remaining();
-  detail::phase_clock clock(stats_.host.finalize);
   detail::check(ctx_.compute_queue().finish(), "waiting for AGGREGATE");
   settle_deferred();
   const std::uint64_t groups = known_meta_[detail::meta_groups] + (known_meta_[detail::meta_special] ? 1 : 0);
@@ -50,15 +47,30 @@ auto aggregation_driver<Bound>::export_partial() -> partial_type {
   detail::check(queue.enqueueReadBuffer(count, CL_TRUE, 0, sizeof(cl_ulong), &written), "reading the export count");
   detail::wait_for(done, "EXPORT");
   stats_.finalize_seconds += detail::event_seconds(done);
+  release(sizeof(cl_ulong));
+  recycle(count);
   if (written != groups) {
     throw error("internal error: EXPORT wrote " + std::to_string(written) + " groups, the table holds " +
                 std::to_string(groups));
   }
-  std::uint64_t total = groups * sizeof(bits_type);
-  [&]<std::size_t... J>(std::index_sequence<J...>) {
-    total += groups * (sizeof(acc_t<J>) + ... + 0);
+  return {std::move(exported), groups};
+}
+
+template <class Bound>
+std::uint64_t aggregation_driver<Bound>::partial_bytes(std::uint64_t groups) {
+  return [&]<std::size_t... J>(std::index_sequence<J...>) {
+    return groups * (sizeof(bits_type) + ... + sizeof(acc_t<J>));
   }(std::make_index_sequence<aggregate_count>{});
-  detail::host_staging staging(ctx_, total);
+}
+
+template <class Bound>
+auto aggregation_driver<Bound>::export_partial() -> partial_type {
+  partial_type out;
+  if (!table_ready_) return out;
+  detail::phase_clock clock(stats_.host.finalize);
+  auto [exported, groups] = run_export();
+  auto& queue = ctx_.compute_queue();
+  detail::host_staging staging(ctx_, partial_bytes(groups));
   if (groups > 0 && staging.active()) {
     // Through pinned memory while the host sizes the partial's vectors (runtime/readback.hpp).
     std::vector<cl::Event> reads(1 + aggregate_count);
@@ -94,9 +106,43 @@ auto aggregation_driver<Bound>::export_partial() -> partial_type {
       }(std::make_index_sequence<aggregate_count>{});
     }
   }
-  release(table_bytes(exported) + sizeof(cl_ulong));
+  release(table_bytes(exported));
   recycle(exported);
-  recycle(count);
+  return out;
+}
+
+template <class Bound>
+auto aggregation_driver<Bound>::export_for_merge() -> merge_partial {
+  merge_partial out;
+  if (!table_ready_) return out;
+  const std::uint64_t groups = known_meta_[detail::meta_groups] + (known_meta_[detail::meta_special] ? 1 : 0);
+  if (!detail::stage_host_copies(ctx_.info().architecture, partial_bytes(groups))) {
+    out.vectors = export_partial();
+    out.groups = out.vectors.size();
+    out.keys = out.vectors.keys.data();
+    [&]<std::size_t... J>(std::index_sequence<J...>) {
+      ((out.accs[J] = std::get<J>(out.vectors.accumulators).data()), ...);
+    }(std::make_index_sequence<aggregate_count>{});
+    return out;
+  }
+  detail::phase_clock clock(stats_.host.finalize);
+  auto [exported, exported_groups] = run_export();
+  out.groups = exported_groups;
+  out.pinned = std::make_shared<detail::host_staging>(ctx_, partial_bytes(out.groups));
+  if (out.groups > 0 && out.pinned->active()) {
+    auto& queue = ctx_.compute_queue();
+    std::vector<cl::Event> reads(1 + aggregate_count);
+    out.keys = out.pinned->read(queue, exported.keys, out.groups * sizeof(bits_type), &reads[0],
+                                "reading the exported keys");
+    [&]<std::size_t... J>(std::index_sequence<J...>) {
+      ((out.accs[J] = out.pinned->read(queue, exported.accs[J], out.groups * sizeof(acc_t<J>), &reads[1 + J],
+                                       "reading the exported accumulators")),
+       ...);
+    }(std::make_index_sequence<aggregate_count>{});
+    for (const auto& read : reads) detail::wait_for(read, "reading an exported partial aggregate");
+  }
+  release(table_bytes(exported));
+  recycle(exported);
   return out;
 }
 
@@ -108,6 +154,22 @@ void aggregation_driver<Bound>::absorb(const partial_type& partial) {
       throw invalid_argument_error("absorb: a partial aggregate's accumulator columns differ from its keys in length");
     }
   }(std::make_index_sequence<aggregate_count>{});
+  std::array<const void*, aggregate_count> accs{};
+  [&]<std::size_t... J>(std::index_sequence<J...>) {
+    ((accs[J] = std::get<J>(partial.accumulators).data()), ...);
+  }(std::make_index_sequence<aggregate_count>{});
+  absorb_columns(n, partial.keys.data(), accs, false);
+}
+
+template <class Bound>
+void aggregation_driver<Bound>::absorb(const merge_partial& partial) {
+  absorb_columns(partial.groups, partial.keys, partial.accs, partial.pinned != nullptr && partial.pinned->active());
+}
+
+template <class Bound>
+void aggregation_driver<Bound>::absorb_columns(std::uint64_t n, const void* keys,
+                                               const std::array<const void*, aggregate_count>& accs,
+                                               bool pinned_source) {
   if (n == 0) return;
   if (!table_ready_) setup_for_partials(n);
   if (next_row_ < rows_ && !shared_rows_) run_remaining();
@@ -124,11 +186,9 @@ void aggregation_driver<Bound>::absorb(const partial_type& partial) {
   }
   table_buffers incoming = make_buffers(n - 1, "a partial aggregate to absorb");  // n entries
   auto& queue = ctx_.compute_queue();
-  std::uint64_t total = n * sizeof(bits_type);
-  [&]<std::size_t... J>(std::index_sequence<J...>) {
-    total += n * (sizeof(acc_t<J>) + ... + 0);
-  }(std::make_index_sequence<aggregate_count>{});
-  detail::host_staging staging(ctx_, total);  // ends after the merge's counters were read
+  // Pageable columns go through pinned staging where that pays (runtime/readback.hpp); pinned
+  // ones (another device's export_for_merge) are copied from as they are.
+  detail::host_staging staging(ctx_, pinned_source ? 0 : partial_bytes(n));  // ends after the merge's counters were read
   const auto write = [&](const cl::Buffer& to, const void* from, std::uint64_t bytes, const char* what) {
     if (staging.active()) {
       staging.write(queue, to, from, bytes, what);
@@ -136,11 +196,9 @@ void aggregation_driver<Bound>::absorb(const partial_type& partial) {
       detail::check(queue.enqueueWriteBuffer(to, CL_FALSE, 0, bytes, from), what);
     }
   };
-  write(incoming.keys, partial.keys.data(), n * sizeof(bits_type), "copying a partial aggregate's keys");
+  write(incoming.keys, keys, n * sizeof(bits_type), "copying a partial aggregate's keys");
   [&]<std::size_t... J>(std::index_sequence<J...>) {
-    (write(incoming.accs[J], std::get<J>(partial.accumulators).data(), n * sizeof(acc_t<J>),
-           "copying a partial aggregate's accumulators"),
-     ...);
+    (write(incoming.accs[J], accs[J], n * sizeof(acc_t<J>), "copying a partial aggregate's accumulators"), ...);
   }(std::make_index_sequence<aggregate_count>{});
   merge(incoming, n, 0);  // every entry a real key, EMPTY_KEY's bits included
   const auto meta = read_meta_settled();

@@ -202,9 +202,10 @@ auto merge_and_finalize(std::vector<DriverPtr>& drivers, std::vector<device_shar
   const std::size_t site = merge_site(rows_per_device);
   stats.merge_device = site;
 
-  // The others' partials come down concurrently (each from its own device), then merge in turn.
+  // The others' partials come down concurrently (each from its own device, into its pinned
+  // memory where that pays), then merge in turn (each copied up from where it came down).
   const auto merging = clock::now();
-  using partial_type = decltype(drivers[site]->export_partial());
+  using partial_type = decltype(drivers[site]->export_for_merge());
   std::vector<partial_type> partials(n);
   first_failure failure;
   {
@@ -213,7 +214,7 @@ auto merge_and_finalize(std::vector<DriverPtr>& drivers, std::vector<device_shar
       if (i == site) continue;
       exports.emplace_back([&, i] {
         try {
-          partials[i] = drivers[i]->export_partial();
+          partials[i] = drivers[i]->export_for_merge();
         } catch (...) {
           failure.record(std::current_exception());
         }
