@@ -167,44 +167,37 @@ int main(int argc, char** argv) {
                                                       : std::span<const std::uint32_t>(pageable_g);
       const std::span<const std::uint32_t> v = pinned ? std::span<const std::uint32_t>(pinned_v)
                                                       : std::span<const std::uint32_t>(pageable_v);
+      // One device alone over columns it reads (its device memory, or memory pinned for it).
+      const auto alone_on = [&](gpuagg::context& device, const auto& keys, const auto& vals) {
+        gpuagg::options opts;
+        opts.ctx = &device;
+        auto r = gpuagg::group_by(keys, vals, query, opts);
+        std::string phases = phases_of(r.stats);  // before r moves: copying a result is not the query's time
+        return std::tuple{std::move(r), std::vector<std::uint64_t>{rows}, std::move(phases)};
+      };
+      // The whole set's query: its result, rows per member, phases.
+      const auto of_set = [&](auto r, bool several) {
+        std::vector<std::uint64_t> per;
+        for (const auto& d : r.stats.devices) per.push_back(d.rows);
+        std::string phases = several ? phases_of(r.stats) : phases_of(r.result.stats);
+        return std::tuple{std::move(r.result), per, std::move(phases)};
+      };
       // One query over `members` (the whole set, or one member alone: index `alone`).
       const auto run_once = [&](const gpuagg::device_set& members, std::size_t alone) {
         if (input == "device") {
-          if (members.size() == 1) {
-            gpuagg::options opts;
-            opts.ctx = &members[0];
-            auto r = gpuagg::group_by(all_g[alone], all_v[alone], query, opts);
-            std::string phases = phases_of(r.stats);  // before r moves: copying a result is not the query's time
-            return std::tuple{std::move(r), std::vector<std::uint64_t>{rows}, std::move(phases)};
-          }
-          auto r = gpuagg::group_by_parts(members, parts_g, parts_v, query);
-          std::vector<std::uint64_t> per;
-          for (const auto& d : r.stats.devices) per.push_back(d.rows);
-          return std::tuple{std::move(r.result), per, phases_of(r.stats)};
+          if (members.size() == 1) return alone_on(members[0], all_g[alone], all_v[alone]);
+          return of_set(gpuagg::group_by_parts(members, parts_g, parts_v, query), true);
         }
         if (input == "pinned-parts") {
-          if (members.size() == 1) {
-            gpuagg::options opts;
-            opts.ctx = &members[0];
-            auto r = gpuagg::group_by(own_g[alone], own_v[alone], query, opts);
-            std::string phases = phases_of(r.stats);  // before r moves: copying a result is not the query's time
-            return std::tuple{std::move(r), std::vector<std::uint64_t>{rows}, std::move(phases)};
-          }
+          if (members.size() == 1) return alone_on(members[0], own_g[alone], own_v[alone]);
           std::vector<std::span<const std::uint32_t>> pg, pv;
           for (std::size_t i = 0; i < n; ++i) {
             pg.emplace_back(part_g[i]);
             pv.emplace_back(part_v[i]);
           }
-          auto r = gpuagg::group_by_parts(members, pg, pv, query);
-          std::vector<std::uint64_t> per;
-          for (const auto& d : r.stats.devices) per.push_back(d.rows);
-          return std::tuple{std::move(r.result), per, phases_of(r.stats)};
+          return of_set(gpuagg::group_by_parts(members, pg, pv, query), true);
         }
-        auto r = gpuagg::group_by(members, g, v, query);
-        std::vector<std::uint64_t> per;
-        for (const auto& d : r.stats.devices) per.push_back(d.rows);
-        std::string phases = members.size() > 1 ? phases_of(r.stats) : phases_of(r.result.stats);
-        return std::tuple{std::move(r.result), per, std::move(phases)};
+        return of_set(gpuagg::group_by(members, g, v, query), members.size() > 1);
       };
       const auto measure = [&](const gpuagg::device_set& devices, std::size_t alone) {
         timing t;
