@@ -126,10 +126,14 @@ inline void check_device_set(const device_set& devices, const options& opts) {
 
 /// Runs every member of `devices` on a thread of its own: `make(i, options)` builds member i's
 /// driver (options::ctx set to the member), `work(i, driver)` runs its rows. Members on devices
-/// of one model build the same programs: the first builds them (into the on-disk binary cache,
-/// when it is on) while the others wait and then load them, instead of every member compiling
-/// the same source at once on the same host cores. A failure of any member calls `on_failure`
-/// (to stop the others) and is rethrown once all have stopped.
+/// of one model build the same programs: on a member's first query (its context has neither
+/// built nor loaded a program yet) the first member of its model builds them (into the on-disk
+/// binary cache, when it is on) while it waits and then loads them, instead of every member
+/// compiling the same source at once on the same host cores. Later queries do not wait: the
+/// wait would hold a member's whole set-up (its key sample included) behind another's, and a
+/// query of a new shape on a warm set only compiles its programs on two threads at once. A
+/// failure of any member calls `on_failure` (to stop the others) and is rethrown once all have
+/// stopped.
 template <class MakeDriver, class Work>
 auto run_members(const device_set& devices, const options& opts, std::vector<device_share>& shares,
                  MakeDriver&& make, Work&& work, const std::function<void()>& on_failure) {
@@ -163,7 +167,8 @@ auto run_members(const device_set& devices, const options& opts, std::vector<dev
         bool announced = false;
         try {
           const auto begun = clock::now();
-          if (leader[i] != i) set_up_done[leader[i]].wait();
+          const bool first_query = devices[i].programs_built() == 0 && devices[i].program_cache().loaded == 0;
+          if (leader[i] != i && first_query) set_up_done[leader[i]].wait();
           options mine = opts;
           mine.ctx = &devices[i];
           drivers[i] = make(i, mine);
