@@ -82,8 +82,8 @@ class key_dictionary {
       if (counters[2] == 0) return;
       // Rows met keys stored in this launch, which they may not have seen: the next launch
       // compares them, now that the launch has ended.
-      const cl_uint zero = 0;
-      check(queue.enqueueWriteBuffer(counters_, CL_FALSE, 2 * sizeof(cl_uint), sizeof(cl_uint), &zero),
+      const cl_uint zero = 0;  // a fill copies its pattern when enqueued (a non-blocking write would read it later)
+      check(queue.enqueueFillBuffer(counters_, zero, 2 * sizeof(cl_uint), sizeof(cl_uint)),
             "clearing the key dictionary's pending flag");
       resume = 1;
     }
