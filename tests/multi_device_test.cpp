@@ -296,7 +296,13 @@ TEST_CASE("a device that fails mid-query fails the query, with its typed error, 
           const bool failing = mine.ctx == &devices[failing_member];
           if (failing && fail_in_setup) throw out_of_memory_error(1, 0, "an injected set-up failure");
           d->real = make_driver(keys, vals, all_kinds, mine);
-          if (failing) d->fail_at_block = fail_at;
+          if (failing) {
+            d->fail_at_block = fail_at;
+          } else {
+            // The other member slow, so that the failing one asks for most of the 25 blocks and
+            // reaches the one it fails at, whichever member sets up first.
+            d->delay = std::chrono::milliseconds(20);
+          }
           return d;
         },
         [](auto& d) {
