@@ -117,16 +117,20 @@ class aggregation_driver {
   static constexpr bool identity_scheme = Bound::scheme::is_identity;
   /// A partial aggregate of this query (export_partial, absorb).
   using partial_type = typename detail::partial_type_for<Bound>::type;
+  /// Where a partial aggregate's columns lie in pinned staging memory.
+  struct staged_columns {
+    const void* keys = nullptr;
+    std::array<const void*, aggregate_count> accs{};
+  };
   /// A partial aggregate on its way to another driver of the same query (export_for_merge,
-  /// absorb): in pinned memory of the exporting device where that pays, which the absorbing
-  /// device copies from as it is, else in vectors.
+  /// absorb): in pinned memory of the exporting device (`pinned`, `staged`, `groups`) where that
+  /// pays, which the absorbing device copies from as it is, else in `vectors`.
   struct merge_partial {
     partial_type vectors;
     std::shared_ptr<detail::host_staging> pinned;
+    staged_columns staged;
     std::uint64_t groups = 0;
-    const void* keys = nullptr;
-    std::array<const void*, aggregate_count> accs{};
-    std::size_t size() const noexcept { return static_cast<std::size_t>(groups); }
+    std::size_t size() const noexcept { return pinned ? static_cast<std::size_t>(groups) : vectors.size(); }
   };
 
   /// `columns`: the key column, then the value columns, all of `rows` rows, all on the host or
@@ -232,6 +236,12 @@ class aggregation_driver {
   };
   /// EXPORT of the table into new buffers; returns them and the groups (the count checked).
   std::pair<table_buffers, std::uint64_t> run_export();
+  /// Enqueues the copies of an export's columns into `staging` (active), their events in
+  /// `reads`; returns where the columns will be.
+  staged_columns stage_export(detail::host_staging& staging, const table_buffers& exported, std::uint64_t groups,
+                              std::vector<cl::Event>& reads);
+  /// An export's columns read straight into vectors.
+  partial_type read_export(const table_buffers& exported, std::uint64_t groups);
   /// Bytes of a partial aggregate of `groups` groups: keys and accumulators.
   static std::uint64_t partial_bytes(std::uint64_t groups);
   /// absorb() of `n` groups: keys and one column per accumulator, from host memory (pinned or

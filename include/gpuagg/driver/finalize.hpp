@@ -63,8 +63,8 @@ auto aggregation_driver<Bound>::finalize_to_host() -> result<typename key_policy
   std::uint64_t total = 0;
   for (std::size_t c = 0; c < key_columns; ++c) total += key_bytes(c);
   total += n * (sizeof(Outputs) + ... + 0);
-  detail::host_staging staging(ctx_, total);
-  if (n > 0 && staging.active()) {
+  detail::host_staging staging(ctx_, total);  // inactive for an empty result (no bytes)
+  if (staging.active()) {
     // The copies land in pinned memory while the host sizes the result's vectors; then several
     // threads move them over (runtime/readback.hpp).
     std::vector<const void*> staged;
@@ -93,27 +93,24 @@ auto aggregation_driver<Bound>::finalize_to_host() -> result<typename key_policy
       (detail::host_staging::copy_out(std::get<I>(out.columns).data(), staged[key_columns + I], n * sizeof(Outputs)),
        ...);
     }(std::index_sequence_for<Outputs...>{});
-    clock.stop();
-    finish_stats();
-    out.stats = stats_;
-    return out;
-  }
-  out.keys.resize(n);
-  if (n > 0) {
-    for (std::size_t c = 0; c < key_columns; ++c) {
-      detail::check(queue.enqueueReadBuffer(on_device.key_columns[c], CL_FALSE, 0, key_bytes(c),
-                                            detail::key_column_data(out.keys, c), nullptr, &reads[c]),
-                    "reading the result keys");
+  } else {
+    out.keys.resize(n);
+    if (n > 0) {
+      for (std::size_t c = 0; c < key_columns; ++c) {
+        detail::check(queue.enqueueReadBuffer(on_device.key_columns[c], CL_FALSE, 0, key_bytes(c),
+                                              detail::key_column_data(out.keys, c), nullptr, &reads[c]),
+                      "reading the result keys");
+      }
+      [&]<std::size_t... I>(std::index_sequence<I...>) {
+        ((std::get<I>(out.columns).resize(n),
+          detail::check(queue.enqueueReadBuffer(std::get<I>(on_device.columns), CL_FALSE, 0, n * sizeof(Outputs),
+                                                std::get<I>(out.columns).data(), nullptr, &reads[key_columns + I]),
+                        "reading a result column")),
+         ...);
+      }(std::index_sequence_for<Outputs...>{});
     }
-    [&]<std::size_t... I>(std::index_sequence<I...>) {
-      ((std::get<I>(out.columns).resize(n),
-        detail::check(queue.enqueueReadBuffer(std::get<I>(on_device.columns), CL_FALSE, 0, n * sizeof(Outputs),
-                                              std::get<I>(out.columns).data(), nullptr, &reads[key_columns + I]),
-                      "reading a result column")),
-       ...);
-    }(std::index_sequence_for<Outputs...>{});
+    await_finalize(n, done, reads);
   }
-  await_finalize(n, done, reads);
   clock.stop();
   finish_stats();
   out.stats = stats_;

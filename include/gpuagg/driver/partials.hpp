@@ -64,47 +64,63 @@ std::uint64_t aggregation_driver<Bound>::partial_bytes(std::uint64_t groups) {
 }
 
 template <class Bound>
+auto aggregation_driver<Bound>::stage_export(detail::host_staging& staging, const table_buffers& exported,
+                                             std::uint64_t groups, std::vector<cl::Event>& reads)
+    -> staged_columns {
+  auto& queue = ctx_.compute_queue();
+  reads.resize(1 + aggregate_count);
+  staged_columns at;
+  at.keys = staging.read(queue, exported.keys, groups * sizeof(bits_type), &reads[0], "reading the exported keys");
+  [&]<std::size_t... J>(std::index_sequence<J...>) {
+    ((at.accs[J] = staging.read(queue, exported.accs[J], groups * sizeof(acc_t<J>), &reads[1 + J],
+                                "reading the exported accumulators")),
+     ...);
+  }(std::make_index_sequence<aggregate_count>{});
+  detail::check(queue.flush(), "starting the export's copies");
+  return at;
+}
+
+template <class Bound>
+auto aggregation_driver<Bound>::read_export(const table_buffers& exported, std::uint64_t groups) -> partial_type {
+  auto& queue = ctx_.compute_queue();
+  partial_type out;
+  out.keys.resize(groups);
+  if (groups == 0) return out;
+  detail::check(queue.enqueueReadBuffer(exported.keys, CL_TRUE, 0, groups * sizeof(bits_type), out.keys.data()),
+                "reading the exported keys");
+  [&]<std::size_t... J>(std::index_sequence<J...>) {
+    ((std::get<J>(out.accumulators).resize(groups),
+      detail::check(queue.enqueueReadBuffer(exported.accs[J], CL_TRUE, 0, groups * sizeof(acc_t<J>),
+                                            std::get<J>(out.accumulators).data()),
+                    "reading the exported accumulators")),
+     ...);
+  }(std::make_index_sequence<aggregate_count>{});
+  return out;
+}
+
+template <class Bound>
 auto aggregation_driver<Bound>::export_partial() -> partial_type {
   partial_type out;
   if (!table_ready_) return out;
   detail::phase_clock clock(stats_.host.finalize);
   auto [exported, groups] = run_export();
-  auto& queue = ctx_.compute_queue();
   detail::host_staging staging(ctx_, partial_bytes(groups));
-  if (groups > 0 && staging.active()) {
+  if (staging.active()) {
     // Through pinned memory while the host sizes the partial's vectors (runtime/readback.hpp).
-    std::vector<cl::Event> reads(1 + aggregate_count);
-    std::vector<const void*> staged{
-        staging.read(queue, exported.keys, groups * sizeof(bits_type), &reads[0], "reading the exported keys")};
-    [&]<std::size_t... J>(std::index_sequence<J...>) {
-      (staged.push_back(staging.read(queue, exported.accs[J], groups * sizeof(acc_t<J>), &reads[1 + J],
-                                     "reading the exported accumulators")),
-       ...);
-    }(std::make_index_sequence<aggregate_count>{});
-    detail::check(queue.flush(), "starting the export's copies");
+    std::vector<cl::Event> reads;
+    const staged_columns at = stage_export(staging, exported, groups, reads);
     detail::resize_for_copy(out.keys, groups);
     [&]<std::size_t... J>(std::index_sequence<J...>) {
       (detail::resize_for_copy(std::get<J>(out.accumulators), groups), ...);
     }(std::make_index_sequence<aggregate_count>{});
     for (const auto& read : reads) detail::wait_for(read, "reading an exported partial aggregate");
-    detail::host_staging::copy_out(out.keys.data(), staged[0], groups * sizeof(bits_type));
+    detail::host_staging::copy_out(out.keys.data(), at.keys, groups * sizeof(bits_type));
     [&]<std::size_t... J>(std::index_sequence<J...>) {
-      (detail::host_staging::copy_out(std::get<J>(out.accumulators).data(), staged[1 + J], groups * sizeof(acc_t<J>)),
+      (detail::host_staging::copy_out(std::get<J>(out.accumulators).data(), at.accs[J], groups * sizeof(acc_t<J>)),
        ...);
     }(std::make_index_sequence<aggregate_count>{});
   } else {
-    out.keys.resize(groups);
-    if (groups > 0) {
-      detail::check(queue.enqueueReadBuffer(exported.keys, CL_TRUE, 0, groups * sizeof(bits_type), out.keys.data()),
-                    "reading the exported keys");
-      [&]<std::size_t... J>(std::index_sequence<J...>) {
-        ((std::get<J>(out.accumulators).resize(groups),
-          detail::check(queue.enqueueReadBuffer(exported.accs[J], CL_TRUE, 0, groups * sizeof(acc_t<J>),
-                                                std::get<J>(out.accumulators).data()),
-                        "reading the exported accumulators")),
-         ...);
-      }(std::make_index_sequence<aggregate_count>{});
-    }
+    out = read_export(exported, groups);
   }
   release(table_bytes(exported));
   recycle(exported);
@@ -115,31 +131,17 @@ template <class Bound>
 auto aggregation_driver<Bound>::export_for_merge() -> merge_partial {
   merge_partial out;
   if (!table_ready_) return out;
-  const std::uint64_t groups = known_meta_[detail::meta_groups] + (known_meta_[detail::meta_special] ? 1 : 0);
-  if (!detail::stage_host_copies(ctx_.info().architecture, partial_bytes(groups))) {
-    out.vectors = export_partial();
-    out.groups = out.vectors.size();
-    out.keys = out.vectors.keys.data();
-    [&]<std::size_t... J>(std::index_sequence<J...>) {
-      ((out.accs[J] = std::get<J>(out.vectors.accumulators).data()), ...);
-    }(std::make_index_sequence<aggregate_count>{});
-    return out;
-  }
   detail::phase_clock clock(stats_.host.finalize);
-  auto [exported, exported_groups] = run_export();
-  out.groups = exported_groups;
-  out.pinned = std::make_shared<detail::host_staging>(ctx_, partial_bytes(out.groups));
-  if (out.groups > 0 && out.pinned->active()) {
-    auto& queue = ctx_.compute_queue();
-    std::vector<cl::Event> reads(1 + aggregate_count);
-    out.keys = out.pinned->read(queue, exported.keys, out.groups * sizeof(bits_type), &reads[0],
-                                "reading the exported keys");
-    [&]<std::size_t... J>(std::index_sequence<J...>) {
-      ((out.accs[J] = out.pinned->read(queue, exported.accs[J], out.groups * sizeof(acc_t<J>), &reads[1 + J],
-                                       "reading the exported accumulators")),
-       ...);
-    }(std::make_index_sequence<aggregate_count>{});
+  auto [exported, groups] = run_export();
+  auto staging = std::make_shared<detail::host_staging>(ctx_, partial_bytes(groups));
+  if (staging->active()) {
+    std::vector<cl::Event> reads;
+    out.staged = stage_export(*staging, exported, groups, reads);
     for (const auto& read : reads) detail::wait_for(read, "reading an exported partial aggregate");
+    out.groups = groups;
+    out.pinned = std::move(staging);
+  } else {
+    out.vectors = read_export(exported, groups);
   }
   release(table_bytes(exported));
   recycle(exported);
@@ -163,7 +165,8 @@ void aggregation_driver<Bound>::absorb(const partial_type& partial) {
 
 template <class Bound>
 void aggregation_driver<Bound>::absorb(const merge_partial& partial) {
-  absorb_columns(partial.groups, partial.keys, partial.accs, partial.pinned != nullptr && partial.pinned->active());
+  if (partial.pinned == nullptr) return absorb(partial.vectors);
+  absorb_columns(partial.groups, partial.staged.keys, partial.staged.accs, true);
 }
 
 template <class Bound>

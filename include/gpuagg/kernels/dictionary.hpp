@@ -141,7 +141,7 @@ struct dict_encode_args {
   Buffer table;
   std::uint64_t mask = 0;
   std::vector<Buffer> store;
-  Buffer counters;  ///< next id, overflow flag
+  Buffer counters;  ///< next id, overflow flag, pending flag
   std::uint32_t store_capacity = 0;
   std::uint32_t known_ids = 0;  ///< ids stored by earlier launches: the only ones a row compares with
   std::uint32_t resume = 0;     ///< 1: only the rows a launch before left pending
