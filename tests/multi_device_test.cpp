@@ -102,6 +102,11 @@ TEST_CASE("a block's rows: probes until the device's speed is known, then shrink
   CHECK(next_block_rows(limit, 7, 0.01, true, false) == 0);
   CHECK(next_block_rows(limit, 7, 0.9, true, false) == 7);
   CHECK(next_block_rows(limit, 0, 0.9, true, false) == 0);
+  // A device far slower than the fastest takes no more blocks however many rows are left (it
+  // shares the host with the fast one); at a fifth of its speed it keeps its share.
+  CHECK(next_block_rows(limit, many, 0.05, true, false, 0.05) == 0);
+  CHECK(next_block_rows(limit, many, 0.05, true, false, 0.2) == std::uint64_t(0.5 * (0.05 * double(many))));
+  CHECK(next_block_rows(limit, many, 0.5, true, false, detail::min_relative_speed) == limit);
 }
 
 TEST_CASE("the shared queue: a device's speed from its finished blocks, a slow device stops taking blocks") {
@@ -127,6 +132,21 @@ TEST_CASE("the shared queue: a device's speed from its finished blocks, a slow d
   CHECK(blocks > 0);
   CHECK(queue.handed_out() == rows);
   CHECK(queue.rows_of(1) == 2 * detail::min_shared_block_rows);
+
+  // With rows enough for both, a member at about a twentieth of the other's speed stops after
+  // its probes; the fast member then takes every remaining row.
+  detail::block_queue long_queue(std::uint64_t{1} << 40, 2);
+  for (std::size_t d : {0u, 1u}) {
+    for (int k = 0; k < 2; ++k) REQUIRE(long_queue.next(d, limit, 2));
+  }
+  const auto start = std::chrono::steady_clock::now();
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  REQUIRE(long_queue.next(1, limit, 2));  // its first probe finished after 100 ms: 2^18 rows
+  // Device 0 finishes 2^18-row probes, then full blocks, at about 20 x device 1's rate.
+  for (int k = 0; k < 40; ++k) REQUIRE(long_queue.next(0, limit, 2));
+  std::this_thread::sleep_until(start + std::chrono::milliseconds(190));
+  CHECK_FALSE(long_queue.next(1, limit, 2));
+  CHECK(long_queue.next(0, limit, 2));
 }
 
 TEST_CASE("the partials merge on the member that aggregated the most rows") {

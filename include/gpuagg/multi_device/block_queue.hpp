@@ -40,10 +40,10 @@ class block_queue {
       mine.in_flight.pop_front();
       mine.last_finish = now;
     }
-    const auto [share, measured] = share_of(device);
+    const auto [share, measured, relative] = share_of(device);
     const bool last_active = std::count_if(devices_.begin(), devices_.end(),
                                            [](const member& m) { return !m.stopped; }) == 1;
-    std::uint64_t count = next_block_rows(limit, rows_ - cursor_, share, measured, devices_.size() == 1);
+    std::uint64_t count = next_block_rows(limit, rows_ - cursor_, share, measured, devices_.size() == 1, relative);
     if (count == 0) {
       if (!last_active) {  // the others finish the rest sooner without it
         mine.stopped = true;
@@ -90,15 +90,23 @@ class block_queue {
     std::chrono::steady_clock::time_point last_finish;
   };
 
+  struct speed {
+    double share;     ///< of the set's rows per second
+    bool measured;    ///< its own speed is known
+    double relative;  ///< its speed over the fastest member's
+  };
+
   /// Member `device`'s share of the set's rows per second, each member's speed its finished
   /// rows over the time from its first request to its last finished block, among the members
-  /// whose speed is known; and whether its own speed is known. Members still setting up or
+  /// whose speed is known; whether its own speed is known; and its speed over the fastest
+  /// known member's. Members still setting up or
   /// running their first blocks are left out (one that builds its programs for a second must
   /// not keep the others in probe-sized blocks). A member that stopped taking blocks keeps its
   /// speed in the total: it is still finishing its last blocks.
-  std::pair<double, bool> share_of(std::size_t device) const {
+  speed share_of(std::size_t device) const {
     double total = 0;
     double own = 0;
+    double fastest = 0;
     for (std::size_t i = 0; i < devices_.size(); ++i) {
       const auto& m = devices_[i];
       if (m.finished == 0) continue;
@@ -106,10 +114,11 @@ class block_queue {
       if (seconds <= 0) continue;
       const double rate = double(m.finished) / seconds;
       total += rate;
+      fastest = std::max(fastest, rate);
       if (i == device) own = rate;
     }
-    if (own <= 0) return {0.0, false};
-    return {own / total, true};
+    if (own <= 0) return {0.0, false, 1.0};
+    return {own / total, true, own / fastest};
   }
 
   mutable std::mutex mutex_;
