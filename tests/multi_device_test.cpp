@@ -373,6 +373,84 @@ TEST_CASE("a slow device takes fewer blocks; the result stays exact") {
   }
 }
 
+TEST_CASE("participation: a member found too slow sits out the next queries, then takes part again") {
+  detail::participation_record record;
+  const std::vector<bool> all{true, true, true};
+  CHECK(record.take_part(3) == all);  // nothing measured yet
+  record.record(all, {false, true, false});
+  for (unsigned q = 0; q < detail::sit_out_queries; ++q) {
+    CAPTURE(q);
+    CHECK(record.take_part(3) == std::vector<bool>{true, false, true});
+  }
+  CHECK(record.take_part(3) == all);  // the retry
+  record.record(all, {false, false, false});
+  CHECK(record.take_part(3) == all);  // fast enough this time: it stays
+  // A member that sat out keeps its verdict (a query it was not in says nothing of it).
+  record.record(all, {true, false, false});
+  CHECK(record.take_part(3) == std::vector<bool>{false, true, true});
+  record.record({false, true, true}, {false, false, false});
+  CHECK(record.take_part(3) == std::vector<bool>{false, true, true});
+  // Never an empty set, even from a record that finds every member too slow.
+  record.record(all, {true, true, true});
+  CHECK(record.take_part(3) == all);
+  record.reset();
+  CHECK(record.take_part(3) == all);
+
+  // The verdict after a query: stopped by the queue, or rows over run time under the threshold
+  // of the fastest; a member with no rows is not judged.
+  using detail::found_too_slow;
+  CHECK(found_too_slow({1000, 10}, {1.0, 1.0}, {false, false}) == std::vector<bool>{false, true});
+  CHECK(found_too_slow({1000, 200}, {1.0, 1.0}, {false, false}) == std::vector<bool>{false, false});
+  CHECK(found_too_slow({1000, 0}, {1.0, 0.0}, {false, false}) == std::vector<bool>{false, false});
+  CHECK(found_too_slow({1000, 500}, {1.0, 1.0}, {false, true}) == std::vector<bool>{false, true});
+  CHECK(found_too_slow({500, 500}, {1.0, 1.0}, {false, false}) == std::vector<bool>{false, false});
+}
+
+TEST_CASE("a member that sits out: no driver, no rows, nothing merged; the result stays exact") {
+  const auto seed = fresh_seed();
+  CAPTURE(seed);
+  std::mt19937_64 rng(seed);
+  const auto keys = draw_keys(key_dictionary<std::uint32_t>(3000, rng), 150'000, distribution::zipf, rng);
+  const auto vals = random_values<std::int64_t>(keys.size(), rng);
+  const auto expected = reference_group_by<all_kinds_bound<std::uint32_t>>(std::span<const std::uint32_t>(keys),
+                                                                          std::span<const std::int64_t>(vals));
+  const auto& devices = two_devices();
+  for (const std::size_t out : {std::size_t{0}, std::size_t{1}}) {
+    CAPTURE(out);
+    std::vector<bool> take_part{true, true};
+    take_part[out] = false;
+    std::atomic<int> built{0};
+    const auto r = detail::run_on_devices(
+        devices, detail::column_list(keys, detail::as_value_tuple(vals)), small_blocks(),
+        [&](const options& mine) {
+          ++built;
+          return make_driver(keys, vals, all_kinds, mine);
+        },
+        [](auto& d) { return d.template finalize_to_host<std::int64_t, std::uint64_t, std::int64_t, std::int64_t, double>(); },
+        take_part);
+    check_equal(r.result, expected);
+    check_stats(r.stats, keys.size(), r.result);
+    CHECK(built == 1);
+    CHECK(r.stats.devices[out].sat_out);
+    CHECK(r.stats.devices[out].rows == 0);
+    CHECK(r.stats.devices[out].blocks == 0);
+    CHECK(r.stats.merged_entries == 0);
+    CHECK(r.stats.merge_device == 1 - out);
+    CHECK_FALSE(r.stats.devices[1 - out].sat_out);
+  }
+  // Through group_by over the set: the record decides, and the statistics say who sat out.
+  devices.participation().record({true, true}, {false, true});
+  const auto r = group_by(devices, keys, vals, all_kinds, small_blocks());
+  check_equal(r.result, expected);
+  CHECK(r.stats.devices[1].sat_out);
+  CHECK(r.stats.devices[0].rows == keys.size());
+  devices.reset_participation();
+  const auto again = group_by(devices, keys, vals, all_kinds, small_blocks());
+  check_equal(again.result, expected);
+  CHECK_FALSE(again.stats.devices[1].sat_out);
+  devices.reset_participation();
+}
+
 TEST_CASE("input split across the members: device parts in each member's memory, host parts, uneven parts") {
   const auto seed = fresh_seed();
   CAPTURE(seed);

@@ -18,6 +18,7 @@
 //   multi_device/block_queue.hpp  the shared queue of blocks
 //   multi_device/block_size.hpp   DECISION: a block's rows per device (the tail)
 //   multi_device/merge_site.hpp   DECISION: where the partials merge
+//   multi_device/participation.hpp DECISION: which members take part (slow ones sit out)
 //   multi_device/run.hpp          a member's thread; the merge; the statistics
 
 #include "groupby.hpp"
@@ -25,6 +26,7 @@
 #include "multi_device/block_size.hpp"
 #include "multi_device/device_set.hpp"
 #include "multi_device/merge_site.hpp"
+#include "multi_device/participation.hpp"
 #include "multi_device/run.hpp"
 
 namespace gpuagg {
@@ -35,18 +37,31 @@ namespace gpuagg {
 /// `opts` applies to every device (options::ctx must be unset: the set names the devices); a
 /// strategy or configuration the caller fixes applies to every device, else each device runs
 /// its own plan's choice per block (online tuning needs blocks of its own: with a shared queue,
-/// the plan's per-device model decides). Errors: those of group_by; the first failure of any
-/// device fails the whole query with that error.
+/// the plan's per-device model decides). A member that a query finds far slower than the
+/// fastest sits the next 15 queries out (multi_device/participation.hpp; the statistics say
+/// so; devices.reset_participation() forgets). Errors: those of group_by; the first failure of
+/// any device fails the whole query with that error.
 template <class Query, key_input KeyColumn, class Values>
 auto group_by(const device_set& devices, const KeyColumn& keys, const Values& values, Query query,
               const options& opts = {}) {
   const auto& tuple = detail::as_value_tuple(values);
   using bound = typename detail::bound_for<KeyColumn, Query, std::remove_cvref_t<decltype(tuple)>>::type;
   using finisher = detail::host_result_for<typename bound::key::value_type, typename bound::output_tuple>;
-  return detail::run_on_devices(
+  const auto take_part = devices.participation().take_part(devices.size());
+  auto r = detail::run_on_devices(
       devices, detail::column_list(keys, tuple), opts,
       [&](const options& mine) { return make_driver(keys, values, query, mine); },
-      [](auto& driver) { return finisher::finalize(driver); });
+      [](auto& driver) { return finisher::finalize(driver); }, take_part);
+  std::vector<std::uint64_t> rows;
+  std::vector<double> run_seconds;
+  std::vector<bool> stopped_as_slow;
+  for (const auto& d : r.stats.devices) {
+    rows.push_back(d.rows);
+    run_seconds.push_back(d.run_seconds);
+    stopped_as_slow.push_back(d.too_slow);
+  }
+  devices.participation().record(take_part, detail::found_too_slow(rows, run_seconds, stopped_as_slow));
+  return r;
 }
 
 /// SELECT keys, outputs... GROUP BY keys over input split into one part per member of `devices`:

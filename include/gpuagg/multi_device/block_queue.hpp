@@ -47,6 +47,7 @@ class block_queue {
     if (count == 0) {
       if (!last_active) {  // the others finish the rest sooner without it
         mine.stopped = true;
+        mine.too_slow = measured && relative < min_relative_speed;
         return std::nullopt;
       }
       count = std::min(limit, rows_ - cursor_);  // never leave rows to no one
@@ -57,6 +58,19 @@ class block_queue {
     mine.blocks += 1;
     mine.in_flight.push_back(count);
     return handed;
+  }
+
+  /// Member `device` takes no block in this query (it sits it out: participation.hpp).
+  void sit_out(std::size_t device) {
+    const std::lock_guard lock(mutex_);
+    devices_[device].stopped = true;
+  }
+
+  /// Whether member `device` stopped taking blocks because it was measured slower than
+  /// min_relative_speed of the fastest member.
+  bool too_slow(std::size_t device) const {
+    const std::lock_guard lock(mutex_);
+    return devices_[device].too_slow;
   }
 
   /// Stops handing out blocks (a member failed).
@@ -84,7 +98,8 @@ class block_queue {
     std::uint64_t rows = 0;       // handed out
     std::uint64_t finished = 0;   // of those, finished (known at the device's later requests)
     std::size_t blocks = 0;
-    bool stopped = false;  // takes no more blocks (too slow for what was left)
+    bool stopped = false;   // takes no more blocks (too slow for what was left, or sat out)
+    bool too_slow = false;  // stopped as slower than min_relative_speed of the fastest
     std::deque<std::uint64_t> in_flight;
     std::chrono::steady_clock::time_point first_request;
     std::chrono::steady_clock::time_point last_finish;

@@ -11,6 +11,7 @@
 
 #include "../error.hpp"
 #include "../runtime/context.hpp"
+#include "participation.hpp"
 
 namespace gpuagg {
 
@@ -108,9 +109,16 @@ class device_set {
   /// The members' contexts (owned by this set, or by the caller that gave them).
   std::vector<context*> contexts() const { return members_; }
 
+  /// Which members group_by over this set found too slow to take part (participation.hpp):
+  /// they sit out later queries, and take part again in every 16th.
+  detail::participation_record& participation() const noexcept { return *participation_; }
+  /// Forgets those measurements: every member takes part in the next query.
+  void reset_participation() const { participation_->reset(); }
+
  private:
   std::vector<std::unique_ptr<context>> owned_;
   std::vector<context*> members_;
+  std::shared_ptr<detail::participation_record> participation_ = std::make_shared<detail::participation_record>();
 };
 
 }  // namespace gpuagg

@@ -36,6 +36,8 @@ struct device_share {
   std::uint64_t partial_groups = 0;   ///< groups of the partial it sent (the merging member sends none: 0)
   double setup_seconds = 0;           ///< its driver's set-up: key sample, plan, programs, buffers
   double run_seconds = 0;             ///< from its first block to its last block's completion
+  bool sat_out = false;               ///< took no part: an earlier query found it too slow (participation.hpp)
+  bool too_slow = false;              ///< stopped taking blocks as slower than min_relative_speed of the fastest
   query_stats stats;                  ///< its driver's statistics (the merging member's: after the merge)
 };
 
@@ -53,8 +55,14 @@ struct multi_device_stats {
 inline std::ostream& operator<<(std::ostream& os, const multi_device_stats& s) {
   for (std::size_t i = 0; i < s.devices.size(); ++i) {
     const auto& d = s.devices[i];
-    os << "device " << i << " (" << d.device << "): " << d.rows << " rows in " << d.blocks << " blocks, "
-       << (i == s.merge_device ? std::string("merged here") : "sent " + std::to_string(d.partial_groups) + " groups") << '\n';
+    os << "device " << i << " (" << d.device << "): ";
+    if (d.sat_out) {
+      os << "sat out (too slow in an earlier query)\n";
+      continue;
+    }
+    os << d.rows << " rows in " << d.blocks << " blocks, "
+       << (i == s.merge_device ? std::string("merged here") : "sent " + std::to_string(d.partial_groups) + " groups")
+       << (d.too_slow ? ", stopped as too slow" : "") << '\n';
   }
   os << "run " << s.run_seconds * 1e3 << " ms, merge " << s.merge_seconds * 1e3 << " ms (" << s.merged_entries
      << " entries), finalize " << s.finalize_seconds * 1e3 << " ms, wall " << s.wall_seconds * 1e3 << " ms";
@@ -133,10 +141,12 @@ inline void check_device_set(const device_set& devices, const options& opts) {
 /// wait would hold a member's whole set-up (its key sample included) behind another's, and a
 /// query of a new shape on a warm set only compiles its programs on two threads at once. A
 /// failure of any member calls `on_failure` (to stop the others) and is rethrown once all have
-/// stopped.
+/// stopped. A member whose `take_part` entry is false (empty: every member takes part) builds
+/// no driver (its entry stays null) and runs nothing.
 template <class MakeDriver, class Work>
 auto run_members(const device_set& devices, const options& opts, std::vector<device_share>& shares,
-                 MakeDriver&& make, Work&& work, const std::function<void()>& on_failure) {
+                 MakeDriver&& make, Work&& work, const std::function<void()>& on_failure,
+                 const std::vector<bool>& take_part = {}) {
   using clock = std::chrono::steady_clock;
   const auto since = [](clock::time_point from) { return std::chrono::duration<double>(clock::now() - from).count(); };
   using driver_ptr = decltype(make(std::size_t{0}, opts));
@@ -148,6 +158,7 @@ auto run_members(const device_set& devices, const options& opts, std::vector<dev
     leader[i] = i;
     if (!devices[i].binary_cache().enabled()) continue;
     for (std::size_t j = 0; j < i; ++j) {
+      if (!take_part.empty() && !take_part[j]) continue;
       if (devices[j].info().name == devices[i].info().name &&
           devices[j].info().platform_name == devices[i].info().platform_name &&
           devices[j].info().driver_version == devices[i].info().driver_version) {
@@ -163,6 +174,11 @@ auto run_members(const device_set& devices, const options& opts, std::vector<dev
     std::vector<std::jthread> members;
     members.reserve(n);
     for (std::size_t i = 0; i < n; ++i) {
+      if (!take_part.empty() && !take_part[i]) {
+        set_up[i].set_value();
+        shares[i].sat_out = true;
+        continue;
+      }
       members.emplace_back([&, i] {
         bool announced = false;
         try {
@@ -188,14 +204,15 @@ auto run_members(const device_set& devices, const options& opts, std::vector<dev
   }
   failure.rethrow_if_any();
   for (std::size_t i = 0; i < n; ++i) {
-    shares[i].device = drivers[i]->device().name;
-    shares[i].block_rows = drivers[i]->block_rows();
+    shares[i].device = drivers[i] ? drivers[i]->device().name : devices[i].info().name;
+    shares[i].block_rows = drivers[i] ? drivers[i]->block_rows() : 0;
   }
   return drivers;
 }
 
 /// The other members' partials merged into the member that aggregated the most rows
-/// (merge_site.hpp), which finalizes once: the result and the statistics.
+/// (merge_site.hpp), which finalizes once: the result and the statistics. Members that sat the
+/// query out (null drivers) have nothing to merge.
 template <class DriverPtr, class Finalize>
 auto merge_and_finalize(std::vector<DriverPtr>& drivers, std::vector<device_share> shares, multi_device_stats stats,
                         Finalize&& finalize, std::chrono::steady_clock::time_point started) {
@@ -204,7 +221,11 @@ auto merge_and_finalize(std::vector<DriverPtr>& drivers, std::vector<device_shar
   const std::size_t n = drivers.size();
   std::vector<std::uint64_t> rows_per_device(n);
   for (std::size_t i = 0; i < n; ++i) rows_per_device[i] = shares[i].rows;
-  const std::size_t site = merge_site(rows_per_device);
+  std::size_t site = merge_site(rows_per_device);
+  if (!drivers[site]) {  // no rows anywhere, and the first member sat out
+    site = 0;
+    while (!drivers[site]) ++site;
+  }
   stats.merge_device = site;
 
   // The others' partials come down concurrently (each from its own device, into its pinned
@@ -216,7 +237,7 @@ auto merge_and_finalize(std::vector<DriverPtr>& drivers, std::vector<device_shar
   {
     std::vector<std::jthread> exports;
     for (std::size_t i = 0; i < n; ++i) {
-      if (i == site) continue;
+      if (i == site || !drivers[i]) continue;
       exports.emplace_back([&, i] {
         try {
           partials[i] = drivers[i]->export_for_merge();
@@ -228,7 +249,7 @@ auto merge_and_finalize(std::vector<DriverPtr>& drivers, std::vector<device_shar
   }
   failure.rethrow_if_any();
   for (std::size_t i = 0; i < n; ++i) {
-    if (i == site) continue;
+    if (i == site || !drivers[i]) continue;
     shares[i].partial_groups = partials[i].size();
     stats.merged_entries += partials[i].size();
     drivers[site]->absorb(partials[i]);
@@ -239,7 +260,9 @@ auto merge_and_finalize(std::vector<DriverPtr>& drivers, std::vector<device_shar
   const auto finalizing = clock::now();
   auto result = finalize(*drivers[site]);
   stats.finalize_seconds = since(finalizing);
-  for (std::size_t i = 0; i < n; ++i) shares[i].stats = drivers[i]->stats();
+  for (std::size_t i = 0; i < n; ++i) {
+    if (drivers[i]) shares[i].stats = drivers[i]->stats();
+  }
   shares[site].stats = result.stats;
   stats.devices = std::move(shares);
   stats.wall_seconds = since(started);
@@ -250,10 +273,10 @@ auto merge_and_finalize(std::vector<DriverPtr>& drivers, std::vector<device_shar
 /// the blocks handed out by a shared queue: `make(options)` builds a member's driver (options::ctx
 /// set to the member), `finalize(driver)` finalizes the merged one. A failure of any member fails
 /// the query with that member's error (the same typed error a single-device query throws), never
-/// a partial result.
+/// a partial result. Members whose `take_part` entry is false sit the query out (empty: none).
 template <class MakeDriver, class Finalize>
 auto run_on_devices(const device_set& devices, const std::vector<column_data>& columns, const options& opts,
-                    MakeDriver&& make, Finalize&& finalize) {
+                    MakeDriver&& make, Finalize&& finalize, const std::vector<bool>& take_part = {}) {
   using clock = std::chrono::steady_clock;
   const auto started = clock::now();
   check_device_set(devices, opts);
@@ -270,6 +293,9 @@ auto run_on_devices(const device_set& devices, const std::vector<column_data>& c
   const std::size_t n = devices.size();
   std::vector<device_share> shares(n);
   block_queue queue(rows, n);
+  for (std::size_t i = 0; i < take_part.size() && i < n; ++i) {
+    if (!take_part[i]) queue.sit_out(i);
+  }
   auto drivers = run_members(
       devices, opts, shares, [&](std::size_t, const options& mine) { return make(mine); },
       [&](std::size_t i, auto& driver) {
@@ -282,7 +308,8 @@ auto run_on_devices(const device_set& devices, const std::vector<column_data>& c
         const std::size_t window = std::max<std::size_t>(opts.blocks_in_flight, 1);
         driver.run_blocks([&queue, i, limit, window] { return queue.next(i, limit, window); }, fixed);
       },
-      [&queue] { queue.cancel(); });  // the others stop taking blocks; the query fails as a whole
+      [&queue] { queue.cancel(); },  // the others stop taking blocks; the query fails as a whole
+      take_part);
   if (queue.handed_out() != rows) {
     throw error("internal error: a multi-device query handed out " + std::to_string(queue.handed_out()) + " of " +
                 std::to_string(rows) + " rows");
@@ -292,6 +319,7 @@ auto run_on_devices(const device_set& devices, const std::vector<column_data>& c
   for (std::size_t i = 0; i < n; ++i) {
     shares[i].rows = queue.rows_of(i);
     shares[i].blocks = queue.blocks_of(i);
+    shares[i].too_slow = queue.too_slow(i);
   }
   return merge_and_finalize(drivers, std::move(shares), std::move(stats), finalize, started);
 }

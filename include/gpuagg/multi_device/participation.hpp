@@ -1,0 +1,97 @@
+#pragma once
+// DECISION: which members of a device_set take part in a query of the shared queue.
+//
+// A member that a query measured slower than min_relative_speed of the set's fastest member
+// (block_size.hpp) stops taking blocks there, but it has already cost the query its set-up (a
+// key sample and a group estimate over the same host keys, on the same host cores, as the fast
+// member's), its probe blocks and the merge of its partial, whose table is as large as the
+// fast member's. So the set remembers it: such a member sits the next queries out (no driver,
+// no rows, nothing to merge) and takes part again in every retry_after-th query, in case the
+// input or the load has changed. Every member whose last query did not find it too slow takes
+// part, so at least the fastest one does. Only group_by over a device_set reads and writes this
+// record; a query that fails records nothing.
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <vector>
+
+#include "block_size.hpp"
+
+namespace gpuagg::detail {
+
+/// A member found too slow sits out this many queries, then takes part in the next one.
+inline constexpr unsigned sit_out_queries = 15;
+
+/// Which members a finished query found too slow: those the shared queue stopped as slower than
+/// min_relative_speed of the fastest, and those whose rows over their own run time (first block
+/// to last completion) fall below it. The second catches a member whose probes were still
+/// running when the others had taken every row, which the queue never got to stop. A member
+/// with no rows is not judged (it may still have been setting up).
+inline std::vector<bool> found_too_slow(const std::vector<std::uint64_t>& rows, const std::vector<double>& run_seconds,
+                                        const std::vector<bool>& stopped_as_slow) {
+  const std::size_t n = rows.size();
+  std::vector<double> rate(n, 0.0);
+  double fastest = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (rows[i] > 0 && i < run_seconds.size() && run_seconds[i] > 0) rate[i] = double(rows[i]) / run_seconds[i];
+    fastest = std::max(fastest, rate[i]);
+  }
+  std::vector<bool> slow(n, false);
+  for (std::size_t i = 0; i < n; ++i) {
+    slow[i] = (i < stopped_as_slow.size() && stopped_as_slow[i]) ||
+              (rate[i] > 0 && rate[i] < min_relative_speed * fastest);
+  }
+  return slow;
+}
+
+class participation_record {
+ public:
+  /// Which of `members` take part in the next query; counts a query sat out for the others.
+  std::vector<bool> take_part(std::size_t members) {
+    const std::lock_guard lock(mutex_);
+    fit(members);
+    std::vector<bool> part(members, true);
+    std::size_t taking = 0;
+    for (std::size_t i = 0; i < members; ++i) {
+      part[i] = !too_slow_[i] || sat_out_[i] >= sit_out_queries;
+      taking += part[i] ? 1 : 0;
+    }
+    if (taking == 0) part.assign(members, true);  // a stale record never leaves the set empty
+    for (std::size_t i = 0; i < members; ++i) {
+      if (!part[i]) ++sat_out_[i];
+    }
+    return part;
+  }
+
+  /// A finished query: which members took part, and which of those it found too slow.
+  void record(const std::vector<bool>& took_part, const std::vector<bool>& too_slow) {
+    const std::lock_guard lock(mutex_);
+    fit(took_part.size());
+    for (std::size_t i = 0; i < took_part.size(); ++i) {
+      if (!took_part[i]) continue;
+      too_slow_[i] = i < too_slow.size() && too_slow[i];
+      sat_out_[i] = 0;
+    }
+  }
+
+  /// Forgets every measurement: all members take part in the next query.
+  void reset() {
+    const std::lock_guard lock(mutex_);
+    too_slow_.clear();
+    sat_out_.clear();
+  }
+
+ private:
+  void fit(std::size_t members) {
+    too_slow_.resize(members, false);
+    sat_out_.resize(members, 0);
+  }
+
+  std::mutex mutex_;
+  std::vector<bool> too_slow_;
+  std::vector<unsigned> sat_out_;
+};
+
+}  // namespace gpuagg::detail
