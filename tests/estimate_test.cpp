@@ -40,13 +40,9 @@ std::vector<std::uint32_t> dense_keys(std::size_t rows, std::uint64_t groups, di
   return keys;
 }
 
-/// The estimate the driver makes for device input of `keys`, with the host's sketch standing in
-/// for the device's (they agree register for register, tested below): stage 1 on a 16 Ki
-/// sample, stage 2 on a strided 1/32 of the rows, stage 3 a sketch of every key.
-struct staged_estimate {
-  std::uint64_t groups = 0;
-  estimate_source source = estimate_source::none;
-};
+/// The estimate the driver makes, its stages (estimate_in_stages) run with the host's sketch
+/// standing in for the device's (they agree register for register, tested below).
+using detail::staged_estimate;
 /// As the driver estimates: `key_of(row)` is row `row`'s key word, of `rows` rows.
 template <class KeyOf>
 staged_estimate estimate_like_the_driver(const KeyOf& key_of, std::uint64_t rows, bool host_input) {
@@ -54,24 +50,10 @@ staged_estimate estimate_like_the_driver(const KeyOf& key_of, std::uint64_t rows
   std::vector<std::uint32_t> sample(n);
   for (std::uint64_t i = 0; i < n; ++i) sample[i] = static_cast<std::uint32_t>(key_of(i * (rows / n)));
   const auto profile = detail::profile_sample(sample);
-  if (const auto g = detail::estimate_from_frequencies(profile.sample_size, profile.distinct, profile.once,
-                                                       profile.twice, rows)) {
-    return {*g, estimate_source::sample};
-  }
-  const std::uint64_t sampled =
-      std::min<std::uint64_t>(rows, host_input ? detail::host_sketch_rows : detail::device_sketch_rows);
-  const auto sketch = detail::sketch_host_rows(key_of, rows, rows / sampled, sampled, 2);
-  detail::sketch_evidence e{rows, sampled, detail::sketch_estimate(sketch.registers), (sampled + 3) / 4,
-                            detail::sketch_estimate(sketch.sub_registers), sketch.neighbour_pairs,
-                            sketch.neighbour_equal};
-  if (host_input) e.sample_distinct_linear = sketch.linear_distinct;  // the device's sketch has none
-  if (const auto d = detail::estimate_from_sketch(e, profile.frequent_summary()); d.groups) {
-    return {*d.groups, estimate_source::sketch};
-  }
-  if (host_input) return {detail::extrapolate_from_sketch(e, profile.frequent_summary()), estimate_source::extrapolated};
-  const auto full = detail::sketch_host_rows(key_of, rows, 1, rows, 2);
-  return {static_cast<std::uint64_t>(std::llround(detail::sketch_estimate(full.registers))),
-          estimate_source::full_sketch};
+  return detail::estimate_in_stages(
+      profile, rows, host_input,
+      [&](std::uint64_t stride, std::uint64_t sampled) { return detail::sketch_host_rows(key_of, rows, stride, sampled, 2); },
+      [&] { return detail::sketch_host_rows(key_of, rows, 1, rows, 2); });
 }
 
 staged_estimate estimate_like_the_driver(const std::vector<std::uint32_t>& keys, bool host_input) {

@@ -26,6 +26,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <ostream>
 #include <span>
@@ -82,6 +84,10 @@ inline constexpr std::size_t sketch_registers = std::size_t{1} << sketch_precisi
 /// the fit gives way to an extrapolation that can overshoot 8x.
 inline constexpr std::uint64_t device_sketch_rows = std::uint64_t{1} << 22;
 inline constexpr std::uint64_t host_sketch_rows = std::uint64_t{1} << 20;
+/// On the host a quarter of those rows first: where they repeat keys enough for stage 2 to
+/// accept its fit (up to about 2^20 groups), the estimate costs a quarter of the cache misses;
+/// otherwise the full host_sketch_rows sketch follows, as before.
+inline constexpr std::uint64_t host_first_sketch_rows = host_sketch_rows / 4;
 /// The largest register value: the rank of a hash whose remaining 64 - p bits are all zero.
 inline constexpr unsigned sketch_max_rank = 64 - sketch_precision + 1;
 
@@ -342,6 +348,57 @@ inline std::uint64_t extrapolate_from_sketch(const sketch_evidence& e, const fre
   return static_cast<std::uint64_t>(std::llround(groups));
 }
 
+// ---- the stages in order ----------------------------------------------------------------------
+
+/// An estimate and the stage that made it.
+struct staged_estimate {
+  std::uint64_t groups = 0;
+  estimate_source source = estimate_source::none;
+};
+
+/// The group estimate of `rows` rows, stage by stage: the key sample's frequencies (`profile`: a
+/// sample_profile); else stage 2 on sketches of strided samples, `sketch(stride, n)` giving the
+/// sketch of n rows `stride` apart (on the host: host_first_sketch_rows, then host_sketch_rows
+/// where the first does not decide; on the device: device_sketch_rows); else for host input the
+/// extrapolation of the last sample, for device input `sketch_every()`, a sketch of every row.
+/// The driver runs this with its sketches (driver/group_estimate.hpp); tests with the host's.
+template <class Profile, class Sketch, class SketchEvery>
+staged_estimate estimate_in_stages(const Profile& profile, std::uint64_t rows, bool host_input, const Sketch& sketch,
+                                   const SketchEvery& sketch_every) {
+  if (const auto groups =
+          estimate_from_frequencies(profile.sample_size, profile.distinct, profile.once, profile.twice, rows)) {
+    return {std::max<std::uint64_t>(*groups, 1), estimate_source::sample};
+  }
+  if (rows == 0) return {1, estimate_source::sample};
+  const auto frequent = profile.frequent_summary();
+  const std::array<std::uint64_t, 2> sizes = host_input ? std::array{host_first_sketch_rows, host_sketch_rows}
+                                                        : std::array{device_sketch_rows, device_sketch_rows};
+  sketch_evidence evidence;
+  for (const std::uint64_t size : sizes) {
+    const std::uint64_t sampled = std::min(rows, size);
+    if (sampled == evidence.sample_rows) break;  // the same sample again (few rows, or the device's one size)
+    evidence = sketch_evidence{};
+    evidence.rows = rows;
+    evidence.sample_rows = sampled;
+    evidence.sub_rows = (sampled + 3) / 4;
+    const auto taken = sketch(rows / sampled, sampled);
+    evidence.sample_distinct = sketch_estimate(taken.registers);
+    evidence.sub_distinct = sketch_estimate(taken.sub_registers);
+    evidence.neighbour_pairs = taken.neighbour_pairs;
+    evidence.neighbour_equal = taken.neighbour_equal;
+    if (host_input) evidence.sample_distinct_linear = taken.linear_distinct;  // the device's sketch has none
+    if (const auto decision = estimate_from_sketch(evidence, frequent); decision.groups) {
+      return {std::max<std::uint64_t>(*decision.groups, 1), estimate_source::sketch};
+    }
+  }
+  if (host_input) {
+    return {std::max<std::uint64_t>(extrapolate_from_sketch(evidence, frequent), 1), estimate_source::extrapolated};
+  }
+  const double every = sketch_estimate(sketch_every().registers);
+  return {static_cast<std::uint64_t>(std::clamp(std::llround(every), 1LL, static_cast<long long>(rows))),
+          estimate_source::full_sketch};
+}
+
 // ---- the host's sketch (host input) ------------------------------------------------------------
 
 /// Sketches of rows first, first + stride, ... (n rows) of `keys` (a table word per key), with
@@ -356,6 +413,55 @@ struct host_sketch {
   double linear_distinct = 0;  ///< linear counting of the sampled keys (sketch_evidence)
 };
 
+/// One sketching thread's working memory: its linear counting bitmap and its registers. Kept
+/// between queries (sketch_scratch_pool): fresh, the 16 threads' 10 MiB would be about 2,600
+/// page faults, which the kernel serves one at a time for one process, and they cost more than
+/// the keys' own cache misses.
+struct sketch_scratch {
+  static constexpr std::size_t bitmap_words = (std::size_t{1} << linear_count_bits_log2) / 64;
+  std::vector<std::uint64_t> bitmap = std::vector<std::uint64_t>(bitmap_words, 0);
+  std::vector<std::uint32_t> registers = std::vector<std::uint32_t>(sketch_registers, 0);
+  std::vector<std::uint32_t> sub_registers = std::vector<std::uint32_t>(sketch_registers, 0);
+};
+
+/// The process's idle sketch_scratch, taken by a sketch and given back after it (a query on
+/// another thread takes others); at most max_idle are kept.
+class sketch_scratch_pool {
+ public:
+  static constexpr std::size_t max_idle = 64;
+  static std::vector<std::unique_ptr<sketch_scratch>> take(unsigned n) {
+    std::vector<std::unique_ptr<sketch_scratch>> taken;
+    {
+      const std::lock_guard lock(mutex());
+      auto& idle_ones = idle();
+      while (taken.size() < n && !idle_ones.empty()) {
+        taken.push_back(std::move(idle_ones.back()));
+        idle_ones.pop_back();
+      }
+    }
+    taken.resize(n);  // the missing ones are made by the threads that use them
+    return taken;
+  }
+  static void give_back(std::vector<std::unique_ptr<sketch_scratch>>& scratch) {
+    const std::lock_guard lock(mutex());
+    auto& idle_ones = idle();
+    for (auto& s : scratch) {
+      if (s && idle_ones.size() < max_idle) idle_ones.push_back(std::move(s));
+    }
+    scratch.clear();
+  }
+
+ private:
+  static std::mutex& mutex() {
+    static std::mutex m;
+    return m;
+  }
+  static std::vector<std::unique_ptr<sketch_scratch>>& idle() {
+    static std::vector<std::unique_ptr<sketch_scratch>> v;
+    return v;
+  }
+};
+
 /// The sketches of rows 0, stride, ... (n of them) of `rows`, each row's key word given by
 /// `load(row)` (a 64-bit value: the table word of a key); in every compare_every(n)-th stride
 /// the row that sample_offset places is compared with its right neighbour.
@@ -363,55 +469,85 @@ template <class Load>
 host_sketch sketch_host_rows(const Load& load, std::uint64_t rows, std::uint64_t stride, std::uint64_t n,
                              unsigned threads) {
   threads = std::max(1u, std::min<unsigned>(threads, static_cast<unsigned>((n + 65535) / 65536)));
-  std::vector<host_sketch> parts(threads);
-  constexpr std::uint64_t bitmap_bits = std::uint64_t{1} << linear_count_bits_log2;
-  std::vector<std::vector<std::uint64_t>> bitmaps(threads);
+  auto scratch = sketch_scratch_pool::take(threads);
+  std::vector<std::uint64_t> pairs(threads, 0), equal(threads, 0);
   const std::uint64_t every = compare_every(n);
   const auto work = [&](unsigned t) {
-    host_sketch& part = parts[t];
-    auto& bitmap = bitmaps[t];
-    bitmap.assign(bitmap_bits / 64, 0);
+    if (!scratch[t]) {
+      scratch[t] = std::make_unique<sketch_scratch>();
+    } else {
+      std::fill(scratch[t]->bitmap.begin(), scratch[t]->bitmap.end(), 0);
+      std::fill(scratch[t]->registers.begin(), scratch[t]->registers.end(), 0);
+      std::fill(scratch[t]->sub_registers.begin(), scratch[t]->sub_registers.end(), 0);
+    }
+    auto& bitmap = scratch[t]->bitmap;
+    auto& registers = scratch[t]->registers;
+    auto& sub_registers = scratch[t]->sub_registers;
     const std::uint64_t chunk = (n + threads - 1) / threads;
-    for (std::uint64_t i = t * chunk; i < std::min(n, (t + 1) * chunk); ++i) {
+    const std::uint64_t first = t * chunk;
+    const std::uint64_t end = std::min(n, first + chunk);
+    // The next i that is a multiple of `every`, counted instead of divided for: a 64-bit
+    // division per key would cost more than the key's cache miss.
+    std::uint64_t next_compare = (first + every - 1) / every * every;
+    for (std::uint64_t i = first; i < end; ++i) {
       const std::uint64_t row = i * stride;
       const std::uint64_t bits = load(row);
       const std::uint64_t hash = sketch_hash(bits);
       const auto slot = sketch_slot(hash);
-      part.registers[slot.index] = std::max(part.registers[slot.index], slot.rank);
-      const std::uint64_t bit = hash & (bitmap_bits - 1);
+      registers[slot.index] = std::max(registers[slot.index], slot.rank);
+      const std::uint64_t bit = hash & (sketch_scratch::bitmap_words * 64 - 1);
       bitmap[bit / 64] |= std::uint64_t{1} << (bit % 64);
-      if (i % 4 == 0) part.sub_registers[slot.index] = std::max(part.sub_registers[slot.index], slot.rank);
-      if (i % every == 0) {
+      if (i % 4 == 0) sub_registers[slot.index] = std::max(sub_registers[slot.index], slot.rank);
+      if (i == next_compare) {
+        next_compare += every;
         if (const std::uint64_t at = row + sample_offset(i, stride); at + 1 < rows) {
-          ++part.neighbour_pairs;
-          part.neighbour_equal += load(at + 1) == load(at) ? 1 : 0;
+          ++pairs[t];
+          equal[t] += load(at + 1) == load(at) ? 1 : 0;
         }
+      }
+    }
+  };
+  // The registers merge by maximum and the bitmaps' union is counted, both in slices, one per
+  // thread (16 bitmaps are 8 MiB to read).
+  host_sketch merged;
+  std::vector<std::uint64_t> set_in(threads, 0);
+  const auto combine = [&](unsigned t) {
+    const std::size_t words = sketch_scratch::bitmap_words;
+    const std::size_t slice = (words + threads - 1) / threads;
+    for (std::size_t w = t * slice; w < std::min(words, (t + 1) * slice); ++w) {
+      std::uint64_t word = 0;
+      for (const auto& s : scratch) word |= s->bitmap[w];
+      set_in[t] += static_cast<std::uint64_t>(std::popcount(word));
+    }
+    const std::size_t register_slice = (sketch_registers + threads - 1) / threads;
+    for (std::size_t r = t * register_slice; r < std::min(sketch_registers, (t + 1) * register_slice); ++r) {
+      for (const auto& s : scratch) {
+        merged.registers[r] = std::max(merged.registers[r], s->registers[r]);
+        merged.sub_registers[r] = std::max(merged.sub_registers[r], s->sub_registers[r]);
       }
     }
   };
   if (threads == 1) {
     work(0);
+    combine(0);
   } else {
-    std::vector<std::jthread> pool;
-    for (unsigned t = 0; t < threads; ++t) pool.emplace_back(work, t);
-  }
-  host_sketch merged = std::move(parts[0]);
-  for (unsigned t = 1; t < threads; ++t) {
-    for (std::size_t r = 0; r < sketch_registers; ++r) {
-      merged.registers[r] = std::max(merged.registers[r], parts[t].registers[r]);
-      merged.sub_registers[r] = std::max(merged.sub_registers[r], parts[t].sub_registers[r]);
+    {
+      std::vector<std::jthread> pool;
+      for (unsigned t = 0; t < threads; ++t) pool.emplace_back(work, t);
     }
-    merged.neighbour_pairs += parts[t].neighbour_pairs;
-    merged.neighbour_equal += parts[t].neighbour_equal;
+    std::vector<std::jthread> pool;
+    for (unsigned t = 0; t < threads; ++t) pool.emplace_back(combine, t);
   }
+  sketch_scratch_pool::give_back(scratch);
   std::uint64_t set = 0;
-  for (std::size_t w = 0; w < bitmap_bits / 64; ++w) {
-    std::uint64_t word = 0;
-    for (const auto& bitmap : bitmaps) word |= bitmap[w];
-    set += static_cast<std::uint64_t>(std::popcount(word));
+  for (unsigned t = 0; t < threads; ++t) {
+    set += set_in[t];
+    merged.neighbour_pairs += pairs[t];
+    merged.neighbour_equal += equal[t];
   }
+  constexpr double bitmap_bits = double(sketch_scratch::bitmap_words * 64);
   // Linear counting: the keys that leave this share of the bits clear.
-  merged.linear_distinct = set == 0 ? 0.0 : -double(bitmap_bits) * std::log1p(-double(set) / double(bitmap_bits));
+  merged.linear_distinct = set == 0 ? 0.0 : -bitmap_bits * std::log1p(-double(set) / bitmap_bits);
   return merged;
 }
 

@@ -60,48 +60,26 @@ auto aggregation_driver<Bound>::sample_keys() -> std::vector<bits_type> {
   return sample;
 }
 
-/// The group estimate's stages (estimate.hpp): the sample's frequencies; else sketches of a
-/// strided sample; else a sketch of every key (device input) or the sample's extrapolation
-/// (host input, where growth corrects an estimate that is low).
+/// The group estimate's stages (estimate.hpp: estimate_in_stages) with this input's sketches:
+/// on the device for device input, on up to 16 host threads for host input (where growth
+/// corrects an estimate that is low).
 template <class Bound>
 auto aggregation_driver<Bound>::estimate_groups(const detail::sample_profile& profile) -> group_estimate {
-  if (const auto groups = detail::estimate_from_frequencies(profile.sample_size, profile.distinct, profile.once,
-                                                            profile.twice, rows_)) {
-    return {std::max<std::uint64_t>(*groups, 1), estimate_source::sample};
-  }
   const auto& key = columns_.front();
-  const std::uint64_t sampled = std::min<std::uint64_t>(rows_, on_device_ ? detail::device_sketch_rows : detail::host_sketch_rows);
-  detail::sketch_evidence evidence;
-  evidence.rows = rows_;
-  evidence.sample_rows = sampled;
-  evidence.sub_rows = (sampled + 3) / 4;
-  const std::uint64_t stride = rows_ / sampled;
-  detail::host_sketch sketch;
-  if (on_device_) {
-    sketch = sketch_on_device(device_key_columns(), false, key.offset, stride, sampled, key.offset + rows_, true);
-  } else {
+  const auto sketch = [&](std::uint64_t stride, std::uint64_t n) {
+    if (on_device_) return sketch_on_device(device_key_columns(), false, key.offset, stride, n, key.offset + rows_, true);
     const unsigned threads = opts_.copy_threads ? opts_.copy_threads
                                                 : std::clamp(std::thread::hardware_concurrency(), 1u, 16u);
     const auto hosts = host_key_columns();
-    sketch = detail::sketch_host_rows(
-        [&](std::uint64_t row) { return std::uint64_t(key_policy::load_bits(hosts.data(), row)); }, rows_, stride,
-        sampled, threads);
-  }
-  evidence.sample_distinct = detail::sketch_estimate(sketch.registers);
-  evidence.sub_distinct = detail::sketch_estimate(sketch.sub_registers);
-  evidence.neighbour_pairs = sketch.neighbour_pairs;
-  evidence.neighbour_equal = sketch.neighbour_equal;
-  evidence.sample_distinct_linear = sketch.linear_distinct;  // the host's sketch only
-  const auto frequent = profile.frequent_summary();
-  if (const auto decision = detail::estimate_from_sketch(evidence, frequent); decision.groups) {
-    return {std::max<std::uint64_t>(*decision.groups, 1), estimate_source::sketch};
-  }
-  if (!on_device_) return {std::max<std::uint64_t>(detail::extrapolate_from_sketch(evidence, frequent), 1),
-                           estimate_source::extrapolated};
-  const auto full = sketch_on_device(device_key_columns(), false, key.offset, 1, rows_, key.offset + rows_, false);
-  const double every = detail::sketch_estimate(full.registers);
-  return {static_cast<std::uint64_t>(std::clamp(std::llround(every), 1LL, static_cast<long long>(rows_))),
-          estimate_source::full_sketch};
+    return detail::sketch_host_rows(
+        [&](std::uint64_t row) { return std::uint64_t(key_policy::load_bits(hosts.data(), row)); }, rows_, stride, n,
+        threads);
+  };
+  const auto every = [&] {
+    return sketch_on_device(device_key_columns(), false, key.offset, 1, rows_, key.offset + rows_, false);
+  };
+  const auto estimate = detail::estimate_in_stages(profile, rows_, !on_device_, sketch, every);
+  return {estimate.groups, estimate.source};
 }
 
 /// The sketches of `n` keys, `stride` rows apart from row `first`, read back: of the key columns
