@@ -21,6 +21,7 @@
 
 #include <algorithm>
 #include <array>
+#include <barrier>
 #include <bit>
 #include <cmath>
 #include <cstddef>
@@ -86,8 +87,12 @@ inline constexpr std::uint64_t device_sketch_rows = std::uint64_t{1} << 22;
 inline constexpr std::uint64_t host_sketch_rows = std::uint64_t{1} << 20;
 /// On the host a quarter of those rows first: where they repeat keys enough for stage 2 to
 /// accept its fit (up to about 2^20 groups), the estimate costs a quarter of the cache misses;
-/// otherwise the full host_sketch_rows sketch follows, as before.
+/// otherwise the full host_sketch_rows sketch follows. The first is skipped where the key
+/// sample repeats fewer than host_first_sketch_min_repeats keys: 16 Ki keys from G equally
+/// likely groups repeat about 2^27 / G of them, over 100 where the first sketch can decide,
+/// about 8 at 2^24 groups, where it would only add its cost.
 inline constexpr std::uint64_t host_first_sketch_rows = host_sketch_rows / 4;
+inline constexpr std::uint64_t host_first_sketch_min_repeats = 32;
 /// The largest register value: the rank of a hash whose remaining 64 - p bits are all zero.
 inline constexpr unsigned sketch_max_rank = 64 - sketch_precision + 1;
 
@@ -358,8 +363,9 @@ struct staged_estimate {
 
 /// The group estimate of `rows` rows, stage by stage: the key sample's frequencies (`profile`: a
 /// sample_profile); else stage 2 on sketches of strided samples, `sketch(stride, n)` giving the
-/// sketch of n rows `stride` apart (on the host: host_first_sketch_rows, then host_sketch_rows
-/// where the first does not decide; on the device: device_sketch_rows); else for host input the
+/// sketch of n rows `stride` apart (on the host: host_first_sketch_rows where the key sample
+/// repeats keys, then host_sketch_rows where that does not decide; on the device:
+/// device_sketch_rows); else for host input the
 /// extrapolation of the last sample, for device input `sketch_every()`, a sketch of every row.
 /// The driver runs this with its sketches (driver/group_estimate.hpp); tests with the host's.
 template <class Profile, class Sketch, class SketchEvery>
@@ -371,8 +377,11 @@ staged_estimate estimate_in_stages(const Profile& profile, std::uint64_t rows, b
   }
   if (rows == 0) return {1, estimate_source::sample};
   const auto frequent = profile.frequent_summary();
-  const std::array<std::uint64_t, 2> sizes = host_input ? std::array{host_first_sketch_rows, host_sketch_rows}
-                                                        : std::array{device_sketch_rows, device_sketch_rows};
+  const bool first_may_decide = profile.sample_size - profile.distinct >= host_first_sketch_min_repeats;
+  const std::array<std::uint64_t, 2> sizes =
+      !host_input        ? std::array{device_sketch_rows, device_sketch_rows}
+      : first_may_decide ? std::array{host_first_sketch_rows, host_sketch_rows}
+                         : std::array{host_sketch_rows, host_sketch_rows};
   sketch_evidence evidence;
   for (const std::uint64_t size : sizes) {
     const std::uint64_t sampled = std::min(rows, size);
@@ -468,7 +477,10 @@ class sketch_scratch_pool {
 template <class Load>
 host_sketch sketch_host_rows(const Load& load, std::uint64_t rows, std::uint64_t stride, std::uint64_t n,
                              unsigned threads) {
-  threads = std::max(1u, std::min<unsigned>(threads, static_cast<unsigned>((n + 65535) / 65536)));
+  // Down to 2^14 keys a thread: its fixed cost (a start, 640 KiB of scratch to clear) stays
+  // under a tenth of its keys' cache misses, and the first host sketch (2^18 keys) still
+  // spreads over 16 threads.
+  threads = std::max(1u, std::min<unsigned>(threads, static_cast<unsigned>((n + 16383) / 16384)));
   auto scratch = sketch_scratch_pool::take(threads);
   std::vector<std::uint64_t> pairs(threads, 0), equal(threads, 0);
   const std::uint64_t every = compare_every(n);
@@ -531,12 +543,16 @@ host_sketch sketch_host_rows(const Load& load, std::uint64_t rows, std::uint64_t
     work(0);
     combine(0);
   } else {
-    {
-      std::vector<std::jthread> pool;
-      for (unsigned t = 0; t < threads; ++t) pool.emplace_back(work, t);
-    }
+    // One start per thread (a start costs about as much as a thread's share of the keys).
+    std::barrier sketched(static_cast<std::ptrdiff_t>(threads));
     std::vector<std::jthread> pool;
-    for (unsigned t = 0; t < threads; ++t) pool.emplace_back(combine, t);
+    for (unsigned t = 0; t < threads; ++t) {
+      pool.emplace_back([&, t] {
+        work(t);
+        sketched.arrive_and_wait();
+        combine(t);
+      });
+    }
   }
   sketch_scratch_pool::give_back(scratch);
   std::uint64_t set = 0;
