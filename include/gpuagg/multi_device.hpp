@@ -37,8 +37,8 @@ namespace gpuagg {
 /// `opts` applies to every device (options::ctx must be unset: the set names the devices); a
 /// strategy or configuration the caller fixes applies to every device, else each device runs
 /// its own plan's choice per block (online tuning needs blocks of its own: with a shared queue,
-/// the plan's per-device model decides). A member that a query finds far slower than the
-/// fastest sits the next 15 queries out (multi_device/participation.hpp; the statistics say
+/// the plan's per-device model decides). A member that two queries in a row find far slower
+/// than the fastest sits the next 15 queries out (multi_device/participation.hpp; the statistics say
 /// so; devices.reset_participation() forgets). Errors: those of group_by; the first failure of
 /// any device fails the whole query with that error.
 template <class Query, key_input KeyColumn, class Values>

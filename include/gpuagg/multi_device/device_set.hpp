@@ -110,7 +110,7 @@ class device_set {
   std::vector<context*> contexts() const { return members_; }
 
   /// Which members group_by over this set found too slow to take part (participation.hpp):
-  /// they sit out later queries, and take part again in every 16th.
+  /// found so twice in a row, they sit out the next 15 queries, then take part once again.
   detail::participation_record& participation() const noexcept { return *participation_; }
   /// Forgets those measurements: every member takes part in the next query.
   void reset_participation() const { participation_->reset(); }

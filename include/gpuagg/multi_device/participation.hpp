@@ -5,11 +5,13 @@
 // (block_size.hpp) stops taking blocks there, but it has already cost the query its set-up (a
 // key sample and a group estimate over the same host keys, on the same host cores, as the fast
 // member's), its probe blocks and the merge of its partial, whose table is as large as the
-// fast member's. So the set remembers it: such a member sits the next queries out (no driver,
-// no rows, nothing to merge) and takes part again in every retry_after-th query, in case the
-// input or the load has changed. Every member whose last query did not find it too slow takes
-// part, so at least the fastest one does. Only group_by over a device_set reads and writes this
-// record; a query that fails records nothing.
+// fast member's. So the set remembers it: a member found too slow in two queries in a row sits
+// the next sit_out_queries queries out (no driver, no rows, nothing to merge), then takes part
+// once again, in case the input or the load has changed. Two, not one: a member's first query
+// on a device is not its speed (on two H100s, the second GPU's first blocks from memory pinned
+// in the first one's context ran slowly enough to be found too slow once, and one verdict sat
+// it out of queries it halves). At least the fastest member always takes part. Only group_by
+// over a device_set reads and writes this record; a query that fails records nothing.
 
 #include <algorithm>
 #include <cstddef>
@@ -21,7 +23,9 @@
 
 namespace gpuagg::detail {
 
-/// A member found too slow sits out this many queries, then takes part in the next one.
+/// A member found too slow in this many queries in a row sits out sit_out_queries queries,
+/// then takes part in the next one.
+inline constexpr unsigned too_slow_in_a_row = 2;
 inline constexpr unsigned sit_out_queries = 15;
 
 /// Which members a finished query found too slow: those the shared queue stopped as slower than
@@ -55,7 +59,7 @@ class participation_record {
     std::vector<bool> part(members, true);
     std::size_t taking = 0;
     for (std::size_t i = 0; i < members; ++i) {
-      part[i] = !too_slow_[i] || sat_out_[i] >= sit_out_queries;
+      part[i] = strikes_[i] < too_slow_in_a_row || sat_out_[i] >= sit_out_queries;
       taking += part[i] ? 1 : 0;
     }
     if (taking == 0) part.assign(members, true);  // a stale record never leaves the set empty
@@ -71,7 +75,7 @@ class participation_record {
     fit(took_part.size());
     for (std::size_t i = 0; i < took_part.size(); ++i) {
       if (!took_part[i]) continue;
-      too_slow_[i] = i < too_slow.size() && too_slow[i];
+      strikes_[i] = i < too_slow.size() && too_slow[i] ? strikes_[i] + 1 : 0;
       sat_out_[i] = 0;
     }
   }
@@ -79,18 +83,18 @@ class participation_record {
   /// Forgets every measurement: all members take part in the next query.
   void reset() {
     const std::lock_guard lock(mutex_);
-    too_slow_.clear();
+    strikes_.clear();
     sat_out_.clear();
   }
 
  private:
   void fit(std::size_t members) {
-    too_slow_.resize(members, false);
+    strikes_.resize(members, 0);
     sat_out_.resize(members, 0);
   }
 
   std::mutex mutex_;
-  std::vector<bool> too_slow_;
+  std::vector<unsigned> strikes_;  ///< queries in a row that found the member too slow
   std::vector<unsigned> sat_out_;
 };
 
