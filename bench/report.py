@@ -468,7 +468,7 @@ def table_multi_device(res):
                 fmt(float(both["wall_median_ms"])),
                 f"{float(best['wall_median_ms']) / float(both['wall_median_ms']):.2f}x"]
         if first:
-            line += [fmt(float(both["first_query_ms"]))]
+            line += [fmt(float(both["first_query_ms"])) if both["first_query_ms"] else "-"]
         line += [" / ".join(f"{100 * p / sum(per):.1f}%" for p in per)]
         if phases:
             line += [" / ".join(fmt(float(both[k])) for k in ("members_setup_ms", "members_run_ms", "merge_ms",
