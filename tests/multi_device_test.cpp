@@ -278,6 +278,12 @@ TEST_CASE("the same typed errors as one device") {
   const std::vector<std::int64_t> vals{1, 2, 3};
   CHECK_THROWS_AS(group_by(devices, keys, vals, all_kinds), invalid_argument_error);  // lengths differ
   const std::vector<std::int64_t> four{1, 2, 3, 4};
+  // A set with no member, new or moved from: the typed error, not a read of its record.
+  CHECK_THROWS_AS(group_by(device_set{}, keys, four, all_kinds), invalid_argument_error);
+  device_set moved = device_set::from_selectors({"0"});
+  const device_set taken = std::move(moved);
+  CHECK_THROWS_AS(group_by(moved, keys, four, all_kinds), invalid_argument_error);  // NOLINT(bugprone-use-after-move)
+  CHECK(group_by(taken, keys, four, all_kinds).result.size() == 4);
   // The direct-addressing query of the test above (one JIT build less on PoCL).
   const std::vector<std::int16_t> small_keys{1, 2, 3, 4};
   const std::vector<std::int32_t> small_vals{1, 2, 3, 4};

@@ -47,6 +47,7 @@ auto group_by(const device_set& devices, const KeyColumn& keys, const Values& va
   const auto& tuple = detail::as_value_tuple(values);
   using bound = typename detail::bound_for<KeyColumn, Query, std::remove_cvref_t<decltype(tuple)>>::type;
   using finisher = detail::host_result_for<typename bound::key::value_type, typename bound::output_tuple>;
+  detail::check_device_set(devices, opts);  // an empty set's typed error before its record is read
   const auto take_part = devices.participation().take_part(devices.size());
   auto r = detail::run_on_devices(
       devices, detail::column_list(keys, tuple), opts,
