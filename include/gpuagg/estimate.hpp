@@ -35,6 +35,7 @@
 #include <string_view>
 #include <thread>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "detail/fixed_string.hpp"
@@ -484,6 +485,11 @@ host_sketch sketch_host_rows(const Load& load, std::uint64_t rows, std::uint64_t
   auto scratch = sketch_scratch_pool::take(threads);
   std::vector<std::uint64_t> pairs(threads, 0), equal(threads, 0);
   const std::uint64_t every = compare_every(n);
+  // Thread t's share of `total` items (keys, bitmap words, registers): [begin, end).
+  const auto slice = [threads](std::uint64_t total, unsigned t) {
+    const std::uint64_t each = (total + threads - 1) / threads;
+    return std::pair{std::min(total, t * each), std::min(total, (t + 1) * each)};
+  };
   const auto work = [&](unsigned t) {
     if (!scratch[t]) {
       scratch[t] = std::make_unique<sketch_scratch>();
@@ -495,9 +501,7 @@ host_sketch sketch_host_rows(const Load& load, std::uint64_t rows, std::uint64_t
     auto& bitmap = scratch[t]->bitmap;
     auto& registers = scratch[t]->registers;
     auto& sub_registers = scratch[t]->sub_registers;
-    const std::uint64_t chunk = (n + threads - 1) / threads;
-    const std::uint64_t first = t * chunk;
-    const std::uint64_t end = std::min(n, first + chunk);
+    const auto [first, end] = slice(n, t);
     // The next i that is a multiple of `every`, counted instead of divided for: a 64-bit
     // division per key would cost more than the key's cache miss.
     std::uint64_t next_compare = (first + every - 1) / every * every;
@@ -524,15 +528,14 @@ host_sketch sketch_host_rows(const Load& load, std::uint64_t rows, std::uint64_t
   host_sketch merged;
   std::vector<std::uint64_t> set_in(threads, 0);
   const auto combine = [&](unsigned t) {
-    const std::size_t words = sketch_scratch::bitmap_words;
-    const std::size_t slice = (words + threads - 1) / threads;
-    for (std::size_t w = t * slice; w < std::min(words, (t + 1) * slice); ++w) {
+    const auto [first_word, end_word] = slice(sketch_scratch::bitmap_words, t);
+    for (std::uint64_t w = first_word; w < end_word; ++w) {
       std::uint64_t word = 0;
       for (const auto& s : scratch) word |= s->bitmap[w];
       set_in[t] += static_cast<std::uint64_t>(std::popcount(word));
     }
-    const std::size_t register_slice = (sketch_registers + threads - 1) / threads;
-    for (std::size_t r = t * register_slice; r < std::min(sketch_registers, (t + 1) * register_slice); ++r) {
+    const auto [first_register, end_register] = slice(sketch_registers, t);
+    for (std::uint64_t r = first_register; r < end_register; ++r) {
       for (const auto& s : scratch) {
         merged.registers[r] = std::max(merged.registers[r], s->registers[r]);
         merged.sub_registers[r] = std::max(merged.sub_registers[r], s->sub_registers[r]);

@@ -47,7 +47,7 @@ class block_queue {
     if (count == 0) {
       if (!last_active) {  // the others finish the rest sooner without it
         mine.stopped = true;
-        mine.too_slow = measured && relative < min_relative_speed;
+        mine.too_slow = measured && too_slow_to_help(relative);
         return std::nullopt;
       }
       count = std::min(limit, rows_ - cursor_);  // never leave rows to no one

@@ -41,6 +41,11 @@ inline constexpr std::uint64_t min_shared_block_rows = std::uint64_t{1} << 18;
 /// a device of a tenth of the others' speed would gain at most a tenth.
 inline constexpr double min_relative_speed = 1.0 / 8;
 
+/// Whether a member whose speed is `relative` of the fastest member's is too slow to help: the
+/// one test of min_relative_speed, for the queue during a query and for the verdict after it
+/// (participation.hpp).
+constexpr bool too_slow_to_help(double relative) noexcept { return relative < min_relative_speed; }
+
 /// Rows of the next block for a device whose driver takes at most `limit` rows a block, when
 /// `remaining` rows are not handed out yet and the device does `share` (0 to 1) of the rows the
 /// members whose speed is known do per second; `measured`: whether this device's speed is
@@ -52,7 +57,7 @@ inline std::uint64_t next_block_rows(std::uint64_t limit, std::uint64_t remainin
   if (remaining == 0) return 0;
   if (alone) return std::min(limit, remaining);
   if (!measured) return std::min(floor, remaining);
-  if (relative < min_relative_speed) return 0;
+  if (too_slow_to_help(relative)) return 0;
   const double due = share * double(remaining);  // its rows if all finished together
   if (double(std::min(floor, remaining)) > due && share < 0.5) return 0;
   const double fair = 0.5 * due;

@@ -45,7 +45,7 @@ inline std::vector<bool> found_too_slow(const std::vector<std::uint64_t>& rows, 
   std::vector<bool> slow(n, false);
   for (std::size_t i = 0; i < n; ++i) {
     slow[i] = (i < stopped_as_slow.size() && stopped_as_slow[i]) ||
-              (rate[i] > 0 && rate[i] < min_relative_speed * fastest);
+              (rate[i] > 0 && too_slow_to_help(rate[i] / fastest));
   }
   return slow;
 }

@@ -37,7 +37,7 @@ struct device_share {
   double setup_seconds = 0;           ///< its driver's set-up: key sample, plan, programs, buffers
   double run_seconds = 0;             ///< from its first block to its last block's completion
   bool sat_out = false;               ///< took no part: an earlier query found it too slow (participation.hpp)
-  bool too_slow = false;              ///< stopped taking blocks as slower than min_relative_speed of the fastest
+  bool too_slow = false;              ///< found too slow to help (participation.hpp: found_too_slow)
   query_stats stats;                  ///< its driver's statistics (the merging member's: after the merge)
 };
 
@@ -62,7 +62,7 @@ inline std::ostream& operator<<(std::ostream& os, const multi_device_stats& s) {
     }
     os << d.rows << " rows in " << d.blocks << " blocks, "
        << (i == s.merge_device ? std::string("merged here") : "sent " + std::to_string(d.partial_groups) + " groups")
-       << (d.too_slow ? ", stopped as too slow" : "") << '\n';
+       << (d.too_slow ? ", found too slow" : "") << '\n';
   }
   os << "run " << s.run_seconds * 1e3 << " ms, merge " << s.merge_seconds * 1e3 << " ms (" << s.merged_entries
      << " entries), finalize " << s.finalize_seconds * 1e3 << " ms, wall " << s.wall_seconds * 1e3 << " ms";
@@ -316,11 +316,17 @@ auto run_on_devices(const device_set& devices, const std::vector<column_data>& c
   }
   multi_device_stats stats;
   stats.run_seconds = std::chrono::duration<double>(clock::now() - started).count();
+  std::vector<std::uint64_t> rows_per_member(n);
+  std::vector<double> run_seconds(n);
+  std::vector<bool> stopped_as_slow(n);
   for (std::size_t i = 0; i < n; ++i) {
-    shares[i].rows = queue.rows_of(i);
+    shares[i].rows = rows_per_member[i] = queue.rows_of(i);
     shares[i].blocks = queue.blocks_of(i);
-    shares[i].too_slow = queue.too_slow(i);
+    run_seconds[i] = shares[i].run_seconds;
+    stopped_as_slow[i] = queue.too_slow(i);
   }
+  const auto too_slow = found_too_slow(rows_per_member, run_seconds, stopped_as_slow);
+  for (std::size_t i = 0; i < n; ++i) shares[i].too_slow = too_slow[i];
   return merge_and_finalize(drivers, std::move(shares), std::move(stats), finalize, started);
 }
 
