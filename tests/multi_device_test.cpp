@@ -174,8 +174,7 @@ TEST_CASE_TEMPLATE("exact on every distribution and around block boundaries", Ke
       const auto keys = draw_keys(dictionary, rows, d, rng);
       const auto vals = random_values<std::int64_t>(rows, rng);
       const auto r = group_by(devices, keys, vals, all_kinds, opts);
-      check_equal(r.result, reference_group_by<all_kinds_bound<Key>>(std::span<const Key>(keys),
-                                                                     std::span<const std::int64_t>(vals)));
+      check_equal(r.result, all_kinds_reference(keys, vals));
       check_stats(r.stats, rows, r.result);
       for (const auto& share : r.stats.devices) CHECK(share.block_rows == block);
     }
@@ -189,8 +188,7 @@ TEST_CASE("wrong group hints cost time, never groups") {
   const auto dictionary = key_dictionary<std::uint32_t>(20'000, rng);
   const auto keys = draw_keys(dictionary, 120'000, distribution::uniform, rng);
   const auto vals = random_values<std::int64_t>(keys.size(), rng);
-  const auto expected = reference_group_by<all_kinds_bound<std::uint32_t>>(std::span<const std::uint32_t>(keys),
-                                                                          std::span<const std::int64_t>(vals));
+  const auto expected = all_kinds_reference(keys, vals);
   for (const std::uint64_t hint : {std::uint64_t{1}, std::uint64_t{1} << 20}) {
     CAPTURE(hint);
     options opts = small_blocks();
@@ -213,8 +211,7 @@ TEST_CASE("a set of one device gives the single-device result") {
   auto single = group_by(keys, vals, all_kinds, small_blocks());
   sort_by_key(single);
   check_equal(multi, single);
-  check_equal(multi, reference_group_by<all_kinds_bound<std::uint32_t>>(std::span<const std::uint32_t>(keys),
-                                                                      std::span<const std::int64_t>(vals)));
+  check_equal(multi, all_kinds_reference(keys, vals));
 }
 
 TEST_CASE("composite and narrow keys, both schemes, a fixed strategy") {
@@ -332,7 +329,7 @@ TEST_CASE("a device that fails mid-query fails the query, with its typed error, 
           return d;
         },
         [](auto& d) {
-          return d.real->template finalize_to_host<std::int64_t, std::uint64_t, std::int64_t, std::int64_t, double>();
+          return finalize_all_kinds(*d.real);
         });
   };
   for (const std::size_t failing : {std::size_t{0}, std::size_t{1}}) {
@@ -343,8 +340,7 @@ TEST_CASE("a device that fails mid-query fails the query, with its typed error, 
   }
   // The seam itself returns exact results when nothing fails, and the contexts still work.
   const auto r = run(0, std::size_t(-1), false);
-  check_equal(r.result, reference_group_by<all_kinds_bound<std::uint32_t>>(std::span<const std::uint32_t>(keys),
-                                                                          std::span<const std::int64_t>(vals)));
+  check_equal(r.result, all_kinds_reference(keys, vals));
 }
 
 TEST_CASE("a slow device takes fewer blocks; the result stays exact") {
@@ -366,10 +362,9 @@ TEST_CASE("a slow device takes fewer blocks; the result stays exact") {
           return d;
         },
         [](auto& d) {
-          return d.real->template finalize_to_host<std::int64_t, std::uint64_t, std::int64_t, std::int64_t, double>();
+          return finalize_all_kinds(*d.real);
         });
-    check_equal(r.result, reference_group_by<all_kinds_bound<std::uint32_t>>(std::span<const std::uint32_t>(keys),
-                                                                            std::span<const std::int64_t>(vals)));
+    check_equal(r.result, all_kinds_reference(keys, vals));
     check_stats(r.stats, keys.size(), r.result);
     const auto& fast_share = r.stats.devices[1 - slow];
     const auto& slow_share = r.stats.devices[slow];
@@ -431,8 +426,7 @@ TEST_CASE("a member that sits out: no driver, no rows, nothing merged; the resul
   std::mt19937_64 rng(seed);
   const auto keys = draw_keys(key_dictionary<std::uint32_t>(3000, rng), 150'000, distribution::zipf, rng);
   const auto vals = random_values<std::int64_t>(keys.size(), rng);
-  const auto expected = reference_group_by<all_kinds_bound<std::uint32_t>>(std::span<const std::uint32_t>(keys),
-                                                                          std::span<const std::int64_t>(vals));
+  const auto expected = all_kinds_reference(keys, vals);
   const auto& devices = two_devices();
   for (const std::size_t out : {std::size_t{0}, std::size_t{1}}) {
     CAPTURE(out);
@@ -445,7 +439,7 @@ TEST_CASE("a member that sits out: no driver, no rows, nothing merged; the resul
           ++built;
           return make_driver(keys, vals, all_kinds, mine);
         },
-        [](auto& d) { return d.template finalize_to_host<std::int64_t, std::uint64_t, std::int64_t, std::int64_t, double>(); },
+        [](auto& d) { return finalize_all_kinds(d); },
         take_part);
     check_equal(r.result, expected);
     check_stats(r.stats, keys.size(), r.result);
@@ -488,8 +482,7 @@ TEST_CASE("input split across the members: device parts in each member's memory,
       CAPTURE(rows1);
       const auto keys = draw_keys(dictionary, rows0 + rows1, d, rng);
       const auto vals = random_values<std::int64_t>(keys.size(), rng);
-      const auto expected = reference_group_by<all_kinds_bound<std::uint32_t>>(std::span<const std::uint32_t>(keys),
-                                                                              std::span<const std::int64_t>(vals));
+      const auto expected = all_kinds_reference(keys, vals);
       const std::vector<std::uint32_t> k0(keys.begin(), keys.begin() + rows0), k1(keys.begin() + rows0, keys.end());
       const std::vector<std::int64_t> v0(vals.begin(), vals.begin() + rows0), v1(vals.begin() + rows0, vals.end());
       // Device parts, each in its member's memory (the second with an element offset).
@@ -552,8 +545,7 @@ TEST_CASE("sub-devices of one device as the members") {
   const auto keys = draw_keys(key_dictionary<std::uint32_t>(4000, rng), 100'000, distribution::sorted_runs, rng);
   const auto vals = random_values<std::int64_t>(keys.size(), rng);
   const auto r = group_by(*halves, keys, vals, all_kinds, small_blocks());
-  check_equal(r.result, reference_group_by<all_kinds_bound<std::uint32_t>>(std::span<const std::uint32_t>(keys),
-                                                                         std::span<const std::int64_t>(vals)));
+  check_equal(r.result, all_kinds_reference(keys, vals));
   check_stats(r.stats, keys.size(), r.result);
   CHECK_THROWS_AS(device_set::partition_equally("0", 4096), unsupported_error);
 }

@@ -15,11 +15,6 @@ using namespace gpuagg_test;
 
 namespace {
 
-template <class Key>
-auto reference(const std::vector<Key>& keys, const std::vector<std::int64_t>& vals) {
-  return reference_group_by<all_kinds_bound<Key>>(std::span<const Key>(keys), std::span<const std::int64_t>(vals));
-}
-
 template <class T>
 std::vector<T> slice(const std::vector<T>& v, std::size_t begin, std::size_t end) {
   return {v.begin() + static_cast<std::ptrdiff_t>(begin), v.begin() + static_cast<std::ptrdiff_t>(end)};
@@ -46,10 +41,9 @@ TEST_CASE_TEMPLATE("two drivers over disjoint rows meet through a partial aggreg
     auto b = make_driver(keys_b, vals_b, all_kinds);
     const auto partial = a->export_partial();
     // The partial holds exactly the groups of rows [0, cut).
-    CHECK(partial.size() == reference(keys_a, vals_a).size());
+    CHECK(partial.size() == all_kinds_reference(keys_a, vals_a).size());
     b->absorb(partial);
-    check_equal(b->template finalize_to_host<std::int64_t, std::uint64_t, std::int64_t, std::int64_t, double>(),
-                reference(keys, vals));
+    check_equal(finalize_all_kinds(*b), all_kinds_reference(keys, vals));
   }
 }
 
@@ -76,9 +70,9 @@ TEST_CASE("absorbing a partial aggregate larger than the table grows it first") 
   keys.insert(keys.end(), keys_b.begin(), keys_b.end());
   auto vals = vals_a;
   vals.insert(vals.end(), vals_b.begin(), vals_b.end());
-  const auto r = b->finalize_to_host<std::int64_t, std::uint64_t, std::int64_t, std::int64_t, double>();
+  const auto r = finalize_all_kinds(*b);
   CHECK(double(r.size()) <= 0.5 * double(r.stats.table_capacity));  // the load factor holds after the growth
-  check_equal(r, reference(keys, vals));
+  check_equal(r, all_kinds_reference(keys, vals));
 }
 
 TEST_CASE("a partial aggregate of direct addressing, and one with a key outside the domain") {
@@ -149,8 +143,7 @@ TEST_CASE("drivers sharing the blocks of one host input, each taking the next fr
   }
   CHECK(taken_by_a.size() + taken_by_b.size() == (keys.size() + block - 1) / block);
   a->absorb(b->export_partial());
-  check_equal(a->finalize_to_host<std::int64_t, std::uint64_t, std::int64_t, std::int64_t, double>(),
-              reference(keys, vals));
+  check_equal(finalize_all_kinds(*a), all_kinds_reference(keys, vals));
 }
 
 TEST_CASE("a driver over no rows merges the partial aggregates of others") {
@@ -169,6 +162,5 @@ TEST_CASE("a driver over no rows merges the partial aggregates of others") {
   CHECK(merger->export_partial().size() == 0);
   merger->absorb(make_driver(keys_a, vals_a, all_kinds)->export_partial());
   merger->absorb(make_driver(keys_b, vals_b, all_kinds)->export_partial());
-  check_equal(merger->finalize_to_host<std::int64_t, std::uint64_t, std::int64_t, std::int64_t, double>(),
-              reference(keys, vals));
+  check_equal(finalize_all_kinds(*merger), all_kinds_reference(keys, vals));
 }
