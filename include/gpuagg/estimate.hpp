@@ -379,14 +379,13 @@ staged_estimate estimate_in_stages(const Profile& profile, std::uint64_t rows, b
   if (rows == 0) return {1, estimate_source::sample};
   const auto frequent = profile.frequent_summary();
   const bool first_may_decide = profile.sample_size - profile.distinct >= host_first_sketch_min_repeats;
-  const std::array<std::uint64_t, 2> sizes =
-      !host_input        ? std::array{device_sketch_rows, device_sketch_rows}
-      : first_may_decide ? std::array{host_first_sketch_rows, host_sketch_rows}
-                         : std::array{host_sketch_rows, host_sketch_rows};
+  const std::vector<std::uint64_t> sizes = !host_input        ? std::vector{device_sketch_rows}
+                                           : first_may_decide ? std::vector{host_first_sketch_rows, host_sketch_rows}
+                                                              : std::vector{host_sketch_rows};
   sketch_evidence evidence;
   for (const std::uint64_t size : sizes) {
     const std::uint64_t sampled = std::min(rows, size);
-    if (sampled == evidence.sample_rows) break;  // the same sample again (few rows, or the device's one size)
+    if (sampled == evidence.sample_rows) break;  // the same sample again: fewer rows than the first size
     evidence = sketch_evidence{};
     evidence.rows = rows;
     evidence.sample_rows = sampled;
