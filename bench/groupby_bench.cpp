@@ -10,8 +10,13 @@
 //            (strategy, configuration) of a sweep over both hash strategies' grids
 // With --keys two the keys are two uint32 columns, keys(a, b): group k of the draw above becomes
 // the pair (a, b) of two bijections of k, so the pairs' groups are the draw's (the composite-key
-// figure beside the single-key one; default system only). With --keys wide they are two uint64
-// columns, two 64-bit bijections of k: 128 bits, the key dictionary's path (wide_keys.hpp).
+// figure beside the single-key one). With --keys scattered the key is one uint32 column, a
+// bijection of k spread over the 32-bit range (keys that collide in a hash table, as most key
+// sets other than a dense range do). With --keys one64 the key is one uint64 column holding that
+// pair's word a << 32 | b: a 64-bit key without the second load, which tells a composite key's
+// cost of its word width from that of its columns. With --keys wide they are two uint64
+// columns, two 64-bit bijections of k: 128 bits, the key dictionary's path (wide_keys.hpp;
+// default system only).
 // Phases: `first` is the first query of its shape in a process that ran other shapes before;
 // `warm` queries follow it; `cold` (--cold) is the process's first query, timed alone, after
 // which the program exits (the suite script runs it in a fresh process, with empty and with
@@ -27,8 +32,10 @@
 #include <chrono>
 #include <cstdint>
 #include <fstream>
+#include <functional>
 #include <iomanip>
 #include <iostream>
+#include <memory>
 #include <optional>
 #include <random>
 #include <sstream>
@@ -87,6 +94,18 @@ std::uint64_t pair_key(std::uint64_t k) {
   return std::uint64_t{a} << 32 | b;
 }
 
+/// --keys scattered: group k's key, MurmurHash3's fmix32 of k (a bijection): keys spread over
+/// the whole 32-bit range as identifiers and hashed values are, which collide in a hash table
+/// where the draw's dense range [0, 2^k) does not (multiply-shift gives each its own bucket).
+std::uint32_t scatter_key(std::uint32_t k) {
+  k ^= k >> 16;
+  k *= 0x85ebca6bu;
+  k ^= k >> 13;
+  k *= 0xc2b2ae35u;
+  k ^= k >> 16;
+  return k;
+}
+
 /// --keys wide: group k's key columns (a, b), two uint64 bijections of k (128 bits: the key
 /// dictionary's path), and the word the checksum takes for them.
 std::pair<std::uint64_t, std::uint64_t> wide_key(std::uint64_t k) {
@@ -99,6 +118,9 @@ struct dataset {
   std::size_t rows = 0;
   std::vector<std::uint32_t> keys;
   std::vector<std::uint32_t> keys2;  // --keys two: the second key column
+  std::vector<std::uint64_t> keys64;  // --keys one64: the pair's word
+  cl::Buffer keys64_dev;
+  pinned_array<std::uint64_t> keys64_pinned;
   std::vector<std::uint32_t> vals;
   std::uint64_t groups = 0;
   std::uint64_t checksum = 0;
@@ -159,13 +181,17 @@ dataset make_dataset(context& ctx, const settings& s, unsigned groups_log2) {
     d.keys.swap(keys);
     d.vals.swap(vals);
   }
-  const bool two = s.keys == "two";
+  const bool two = s.keys == "two" || s.keys == "one64";
   const bool wide = s.keys == "wide";
   for (std::uint64_t k = 0; k < domain; ++k) {
     if (counts[k] == 0) continue;
     ++d.groups;
     const auto [wa, wb] = wide_key(k);
-    d.checksum += pair_checksum(two ? pair_key(k) : wide ? wide_word(wa, wb) : k, sums[k]);
+    const std::uint64_t key = two                   ? pair_key(k)
+                              : wide                ? wide_word(wa, wb)
+                              : s.keys == "scattered" ? scatter_key(static_cast<std::uint32_t>(k))
+                                                      : k;
+    d.checksum += pair_checksum(key, sums[k]);
   }
   if (wide) {
     d.wide_a.resize(d.rows);
@@ -184,7 +210,22 @@ dataset make_dataset(context& ctx, const settings& s, unsigned groups_log2) {
       std::copy(d.wide_b.begin(), d.wide_b.end(), d.wide_b_pinned.data());
     }
   }
-  if (two) {
+  if (s.keys == "scattered") {
+    for (auto& k : d.keys) k = scatter_key(k);
+  }
+  if (s.keys == "one64") {
+    d.keys64.resize(d.rows);
+    for (std::size_t i = 0; i < d.rows; ++i) d.keys64[i] = pair_key(d.keys[i]);
+    const std::size_t bytes64 = d.rows * sizeof(std::uint64_t);
+    if (s.input == "device") {
+      d.keys64_dev = ctx.buffer(bytes64, "benchmark keys (uint64)", CL_MEM_READ_ONLY);
+      ctx.compute_queue().enqueueWriteBuffer(d.keys64_dev, CL_TRUE, 0, bytes64, d.keys64.data());
+    } else if (s.input == "pinned") {
+      d.keys64_pinned = pinned_array<std::uint64_t>(ctx, d.rows);
+      std::copy(d.keys64.begin(), d.keys64.end(), d.keys64_pinned.data());
+    }
+  }
+  if (s.keys == "two") {
     d.keys2.resize(d.rows);
     for (std::size_t i = 0; i < d.rows; ++i) {
       const std::uint64_t pair = pair_key(d.keys[i]);
@@ -198,7 +239,7 @@ dataset make_dataset(context& ctx, const settings& s, unsigned groups_log2) {
     d.vals_dev = ctx.buffer(bytes, "benchmark values", CL_MEM_READ_ONLY);
     ctx.compute_queue().enqueueWriteBuffer(d.keys_dev, CL_TRUE, 0, bytes, d.keys.data());
     ctx.compute_queue().enqueueWriteBuffer(d.vals_dev, CL_TRUE, 0, bytes, d.vals.data());
-    if (two) {
+    if (s.keys == "two") {
       d.keys2_dev = ctx.buffer(bytes, "benchmark keys (second column)", CL_MEM_READ_ONLY);
       ctx.compute_queue().enqueueWriteBuffer(d.keys2_dev, CL_TRUE, 0, bytes, d.keys2.data());
     }
@@ -207,7 +248,7 @@ dataset make_dataset(context& ctx, const settings& s, unsigned groups_log2) {
     d.vals_pinned = pinned_array<std::uint32_t>(ctx, d.rows);
     std::copy(d.keys.begin(), d.keys.end(), d.keys_pinned.data());
     std::copy(d.vals.begin(), d.vals.end(), d.vals_pinned.data());
-    if (two) {
+    if (s.keys == "two") {
       d.keys2_pinned = pinned_array<std::uint32_t>(ctx, d.rows);
       std::copy(d.keys2.begin(), d.keys2.end(), d.keys2_pinned.data());
     }
@@ -291,6 +332,33 @@ run timed_pair_query(context& ctx, const dataset& d, const settings& s, const op
   return r;
 }
 
+/// --keys one64: the same call with one uint64 key column holding the pair's word.
+run timed_one64_query(context& ctx, const dataset& d, const settings& s, const options& opts) {
+  run r;
+  std::uint64_t groups = 0, checksum = 0;
+  if (s.input == "device") {
+    const auto start = std::chrono::steady_clock::now();
+    const auto out = group_by_on_device(device_column<std::uint64_t>(d.keys64_dev, d.rows),
+                                        device_column<std::uint32_t>(d.vals_dev, d.rows), the_query, opts);
+    r.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    r.stats = out.stats;
+    groups = out.size();
+    checksum = groups == d.groups
+                   ? gpuagg_bench::device_checksum<std::uint64_t, std::int64_t>(ctx, out.keys, out.column<0>(), groups)
+                   : 0;
+  } else {
+    const auto start = std::chrono::steady_clock::now();
+    const auto out = s.input == "pinned" ? group_by(d.keys64_pinned, d.vals_pinned, the_query, opts)
+                                         : group_by(d.keys64, d.vals, the_query, opts);
+    r.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    r.stats = out.stats;
+    groups = out.size();
+    for (std::size_t i = 0; i < groups; ++i) checksum += pair_checksum(out.keys[i], std::uint64_t(out.column<0>()[i]));
+  }
+  finish(r, d, groups, checksum);
+  return r;
+}
+
 /// --keys wide: the same call with keys(a, b) of two uint64 columns (the key dictionary's path).
 run timed_wide_query(context& ctx, const dataset& d, const settings& s, const options& opts) {
   run r;
@@ -335,6 +403,7 @@ run timed_wide_query(context& ctx, const dataset& d, const settings& s, const op
 /// The user's call on this input kind, timed and verified.
 run timed_query(context& ctx, const dataset& d, const settings& s, const options& opts) {
   if (s.keys == "two") return timed_pair_query(ctx, d, s, opts);
+  if (s.keys == "one64") return timed_one64_query(ctx, d, s, opts);
   if (s.keys == "wide") return timed_wide_query(ctx, d, s, opts);
   run r;
   if (s.input == "device") {
@@ -359,6 +428,12 @@ run timed_query(context& ctx, const dataset& d, const settings& s, const options
     finish(r, d, out.size(), sum);
   }
   return r;
+}
+
+/// The CSVs' distribution: the draw's, or "scattered" for its keys spread by --keys scattered
+/// (the plan's scattered-keys configurations are read from those rows, bench/plan_data.py).
+std::string distribution_label(const settings& s) {
+  return s.keys == "scattered" && s.distribution == "uniform" ? "scattered" : s.distribution;
 }
 
 struct report {
@@ -392,7 +467,7 @@ struct report {
     for (const auto& b : st.blocks) {
       if (std::find(configs.begin(), configs.end(), b.params) == configs.end()) configs.push_back(b.params);
     }
-    csv << '"' << st.device << "\"," << s.input << ',' << s.distribution << ',' << d.rows << ',' << log2 << ','
+    csv << '"' << st.device << "\"," << s.input << ',' << distribution_label(s) << ',' << d.rows << ',' << log2 << ','
         << d.groups << ',' << system << ',' << phase << ',' << rep << ',' << std::setprecision(6)
         << r.wall_seconds * 1e3 << ',' << r.kernel_seconds * 1e3 << ',' << double(d.rows) / r.wall_seconds * 1e-9
         << ',' << st.expected_groups << ',' << to_string(st.estimate_source) << ','
@@ -466,9 +541,10 @@ int main(int argc, char** argv) {
   app.add_option("--sweep-csv", s.sweep_csv, "CSV of the oracle's sweep: every configuration's median (appended)");
   app.add_option("--seed", s.seed, "input seed");
   app.add_option("--keys", s.keys,
-                 "one: a uint32 key column; two: keys(a, b), two uint32 columns; wide: keys(a, b), two uint64 "
-                 "columns (the key dictionary); default system only")
-      ->check(CLI::IsMember({"one", "two", "wide"}));
+                 "one: a uint32 key column; scattered: one uint32 column of keys spread over 32 bits; two: "
+                 "keys(a, b), two uint32 columns; one64: a uint64 column holding two's packed word; wide: keys(a, b), "
+                 "two uint64 columns (the key dictionary; default system only)")
+      ->check(CLI::IsMember({"one", "scattered", "two", "one64", "wide"}));
   CLI11_PARSE(app, argc, argv);
 
   context& ctx = default_context();
@@ -482,7 +558,7 @@ int main(int argc, char** argv) {
     if (fresh) sweep << "device,input,distribution,rows,groups_log2,groups,strategy,work_groups_per_cu,work_group_size,median_wall_ms,median_kernel_ms\n";
   }
   const bool want_default = s.systems.find("default") != std::string::npos;
-  const bool want_oracle = s.systems.find("oracle") != std::string::npos && s.keys == "one";
+  const bool want_oracle = s.systems.find("oracle") != std::string::npos && s.keys != "wide";
   for (const unsigned log2 : parse_range(s.groups_log2)) {
     const dataset d = make_dataset(ctx, s, log2);
     if (s.cold) {
@@ -507,13 +583,27 @@ int main(int argc, char** argv) {
       // The sweep: every feasible configuration with the true group count as the hint.
       options hinted;
       hinted.expected_groups = d.groups;
-      auto probe = make_driver(device_column<std::uint32_t>(d.keys_dev() ? d.keys_dev : ctx.buffer(4, "probe"), 1),
-                               device_column<std::uint32_t>(d.vals_dev() ? d.vals_dev : ctx.buffer(4, "probe"), 1),
-                               the_query, hinted);
+      // A driver of the query's key kind over one row says which configurations can run.
+      const cl::Buffer probe_words = ctx.buffer(8, "probe");
+      const auto probe_u32 = device_column<std::uint32_t>(probe_words, 1);
+      const auto probe_u64 = device_column<std::uint64_t>(probe_words, 1);
+      std::function<bool(const execution_params&)> feasible;
+      if (s.keys == "two") {
+        feasible = [p = std::shared_ptr(make_driver(keys(probe_u32, probe_u32), probe_u32, the_query, hinted))](
+                       const execution_params& e) { return p->feasible(e); };
+      } else if (s.keys == "one64") {
+        feasible = [p = std::shared_ptr(make_driver(probe_u64, probe_u32, the_query, hinted))](const execution_params& e) {
+          return p->feasible(e);
+        };
+      } else {
+        feasible = [p = std::shared_ptr(make_driver(probe_u32, probe_u32, the_query, hinted))](const execution_params& e) {
+          return p->feasible(e);
+        };
+      }
       std::optional<execution_params> best;
       double best_wall = 0;
       for (const auto& params : sweep_grid(s.sweep)) {
-        if (!probe->feasible(params)) continue;
+        if (!feasible(params)) continue;
         options fixed = hinted;
         fixed.strategy = params.strategy;
         fixed.config = params.config;
@@ -528,7 +618,7 @@ int main(int argc, char** argv) {
           kernels.push_back(r.kernel_seconds);
         }
         if (sweep.is_open()) {
-          sweep << '"' << ctx.info().name << "\"," << s.input << ',' << s.distribution << ',' << d.rows << ',' << log2
+          sweep << '"' << ctx.info().name << "\"," << s.input << ',' << distribution_label(s) << ',' << d.rows << ',' << log2
                 << ',' << d.groups << ',' << to_string(params.strategy) << ',' << params.config.work_groups_per_cu
                 << ',' << params.config.work_group_size << ',' << median(walls) * 1e3 << ',' << median(kernels) * 1e3
                 << '\n';

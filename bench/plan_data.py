@@ -3,8 +3,8 @@
 a recorded sweep (groupby_bench --sweep-csv; bench/results/<device>/plan_sweep.csv is the one
 the shipped entry was written from): for every group count, the configuration of WORKGROUPLOCAL
 and of SHARED that is fastest and also good at the neighbouring group counts (best()), on
-uniform keys, and on sorted keys (the runs configurations; where sorted keys were not measured
-at a group count, the nearest that was).
+uniform keys, and on sorted, zipf, heavy-hitter and scattered keys (groupby_bench --keys
+scattered; where one was not measured at a group count, the nearest count that was).
 
   bench/plan_data.py bench/results/h100/plan_sweep.csv --name h100 [--write include/gpuagg/plan_data.hpp]
 
@@ -53,7 +53,8 @@ def main():
     wgl, shared = best(uniform, "WORKGROUPLOCAL"), best(uniform, "SHARED")
     # Keys in runs (sorted), frequent keys (zipf), one dominant key (heavy): where a distribution
     # was not measured at a group count, the nearest count that was; where not at all, uniform's.
-    extra = {d: (best(by(d), "WORKGROUPLOCAL"), best(by(d), "SHARED")) for d in ("sorted", "zipf", "heavy")}
+    extra = {d: (best(by(d), "WORKGROUPLOCAL"), best(by(d), "SHARED"))
+             for d in ("sorted", "zipf", "heavy", "scattered")}
     groups = sorted(shared)
     lines = [f"// {device}: {a.sweep}, by bench/plan_data.py.",
              f"inline constexpr plan_regime {a.name}[] = {{"]
@@ -65,6 +66,9 @@ def main():
         for d in ("sorted", "zipf", "heavy"):
             dw, ds = extra[d]
             fields += [nearest(dw, g, w), nearest(ds, g, s)]
+        # Scattered keys: {0, 0} (the shuffled keys' configuration) where never measured.
+        dw, ds = extra["scattered"]
+        fields += [nearest(dw, g, (0, 0)), nearest(ds, g, (0, 0))]
         bound = 63 if i == len(groups) - 1 else g
         lines.append(f"    {{{bound}, " + ", ".join(f"{{{c[0]}, {c[1]}}}" for c in fields) + "},")
     lines.append("};")

@@ -48,7 +48,10 @@ FILES = {
     "tuned_queries.csv": ("six queries sharing one winners file", "live-queries", "column"),
     "fill.csv": ("one query per SHARED configuration, every block", "fill", "column"),
     "fill_blocks.csv": ("the same, one row per block", "fill", "via fill.csv"),
-    "composite.csv": ("the default call with two uint32 key columns, keys(a, b)", "composite", "column"),
+    "composite.csv": ("the default call and the oracle with two uint32 key columns, keys(a, b)", "composite",
+                      "column"),
+    "scattered.csv": ("the default call and the oracle on one uint32 key column spread over 32 bits",
+                      "scattered", "column"),
     "wide.csv": ("the default call with two uint64 key columns (the key dictionary), device and pinned input",
                  "wide", "column"),
     "tpch.csv": ("TPC-H Q1 (tpch_q1_bench) at SF 10 and SF 100, device, pinned and pageable input", "tpch", "column"),
@@ -63,7 +66,10 @@ FILES = {
 OTHER_FILES = {
     "suite.log": ("the suite's log", "every part"),
     "plan_sweep.csv": ("the oracle's sweeps bench/plan_data.py wrote plan_data.hpp's H100 entry from",
-                       "uniform, skew (an earlier run of the same code's oracle)"),
+                       "uniform, skew (an earlier run of the same code's oracle); scattered: groupby_bench "
+                       "--keys scattered --groups-log2 0:26:2 --systems oracle --sweep-reps 2 --reps 1 --sweep-csv"),
+    "composite_sweep.csv": ("the oracle's sweep with two uint32 key columns: the scattered-keys configurations "
+                            "measured on 8-byte key words (plan/tuning.hpp)", "composite"),
     "search_space.csv": ("the earlier recording of the spaces (8 blocks per configuration), for tuner_eval",
                          "none (git history has its command)"),
     "profile_reference.csv": ("the OpenCL run the CUDA twin is compared with", "profile"),
@@ -182,10 +188,19 @@ class DefaultRun:
         for r in self.rows:
             self.queries[(r["input"], r["distribution"], int(r["groups_log2"]), r["system"], r["phase"])].append(r)
         self.composite = defaultdict(list)  # groups_log2 -> warm rows of keys(a, b)
+        self.composite_oracle = defaultdict(list)
         for r in res.rows("composite.csv"):
-            if r["phase"] == "warm" and r["system"] == "default" and self.rows_log2 is not None and \
+            if r["phase"] == "warm" and self.rows_log2 is not None and \
                     round(math.log2(int(r["rows"]))) == self.rows_log2:
-                self.composite[int(r["groups_log2"])].append(r)
+                if r["system"] == "default":
+                    self.composite[int(r["groups_log2"])].append(r)
+                elif r["system"] == "oracle":
+                    self.composite_oracle[int(r["groups_log2"])].append(r)
+        self.scattered = defaultdict(list)  # (system, groups_log2) -> warm rows, keys spread over 32 bits
+        for r in res.rows("scattered.csv"):
+            if r["phase"] == "warm" and self.rows_log2 is not None and \
+                    round(math.log2(int(r["rows"]))) == self.rows_log2:
+                self.scattered[(r["system"], int(r["groups_log2"]))].append(r)
         self.wide = defaultdict(list)  # (input, groups_log2) -> warm rows of keys(a, b), two uint64 columns
         for r in res.rows("wide.csv"):
             if r["phase"] == "warm" and r["system"] == "default" and self.rows_log2 is not None and \
@@ -386,12 +401,29 @@ def table_composite(run):
     out = []
     for g in sorted(run.composite):
         two, one = run.composite[g], run.get("device", "uniform", g, "default")
-        r2, r1 = run.rate(two), run.rate(one)
-        out.append([f"2^{g}", two[0]["groups"], run.plan(two), fmt(r2), fmt(run.best(two)), fmt(r1),
-                    fmt(r2 / r1) if r1 and r2 else "-",
-                    fmt(median([float(r["estimate_ratio"]) for r in two]))])
+        scattered = run.scattered.get(("default", g), [])
+        r2, r1, ro, rs = run.rate(two), run.rate(one), run.rate(run.composite_oracle.get(g, [])), run.rate(scattered)
+        out.append([f"2^{g}", two[0]["groups"], run.plan(two), fmt(r2), fmt(run.best(two)), fmt(ro),
+                    fmt(r2 / ro) if ro and r2 else "-", fmt(r1), fmt(r2 / r1) if r1 and r2 else "-", fmt(rs),
+                    fmt(r2 / rs) if rs and r2 else "-", fmt(median([float(r["estimate_ratio"]) for r in two]))])
     return table(["groups", "distinct keys", "default's plan (last block)", "keys(a, b), median", "keys(a, b), best",
-                  "one key, median", "two / one", "estimate / true groups"], out)
+                  "keys(a, b), oracle", "default / oracle", "one key, median", "two / one",
+                  "one scattered key, median", "two / scattered", "estimate / true groups"], out)
+
+
+def table_scattered(run):
+    gs = sorted({g for (system, g) in run.scattered})
+    if not gs:
+        return None
+    out = []
+    for g in gs:
+        d, o = run.scattered.get(("default", g), []), run.scattered.get(("oracle", g), [])
+        dense = run.get("device", "uniform", g, "default")
+        rd, ro, rdense = run.rate(d), run.rate(o), run.rate(dense)
+        out.append([f"2^{g}", run.plan(d), fmt(rd), fmt(run.best(d)), run.plan(o), fmt(ro),
+                    fmt(rd / ro) if rd and ro else "-", fmt(rdense), fmt(rd / rdense) if rd and rdense else "-"])
+    return table(["groups", "default's plan (last block)", "default, median", "default, best", "oracle's configuration",
+                  "oracle, median", "default / oracle", "dense keys' default, median", "scattered / dense"], out)
 
 
 def table_wide(run):
@@ -961,6 +993,7 @@ def make_tables(res):
         "skew": lambda: table_inputs(run, ["device"], ["zipf", "heavy", "sorted"], False),
         "host": lambda: table_inputs(run, ["pinned", "pageable"], ["uniform"], True),
         "composite": lambda: table_composite(run),
+        "scattered": lambda: table_scattered(run),
         "wide": lambda: table_wide(run),
         "multi-device": lambda: table_multi_device(res),
         "tpch": lambda: table_tpch(run),
@@ -982,7 +1015,7 @@ def make_tables(res):
     for name, make in makers.items():
         text = make()
         parts = {"default": "uniform, peers", "cold": "cold", "skew": "skew", "host": "host",
-                 "composite": "composite", "tpch": "tpch", "tpch-pyarrow": "tpch",
+                 "composite": "composite", "scattered": "scattered", "tpch": "tpch", "tpch-pyarrow": "tpch",
                  "baselines": "baselines", "values": "values", "space": "space", "bounds": "profile",
                  "replay": "replay", "replay-all": "replay", "ablation": "replay", "live": "live, live-filled", "queries": "live-queries",
                  "fill": "fill"}

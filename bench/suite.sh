@@ -15,8 +15,10 @@
 #   skew          the same on zipf, 90% heavy-hitter and sorted keys at 2^4,10,16,20,24
 #                                                               -> default.csv, sweep.csv
 #   host          pinned and pageable host input at the same five group counts -> default.csv
-#   composite     the default call with two uint32 key columns, keys(a, b), at 2^10,16,20,24,
-#                 device input                                  -> composite.csv
+#   composite     the default call and the oracle with two uint32 key columns, keys(a, b), at
+#                 2^10,16,20,24, device input      -> composite.csv, composite_sweep.csv
+#   scattered     the default call and the oracle on one uint32 key column of keys spread over
+#                 32 bits (fmix32 of the draw) at 2^4,10,16,20,24, device input -> scattered.csv
 #   wide          the same with two uint64 key columns (128 bits: the key dictionary), device
 #                 and pinned input                              -> wide.csv
 #   tpch          TPC-H Q1 (tpch_q1_bench) at SF 10 and 100 on device, pinned and pageable
@@ -93,8 +95,8 @@ while (($#)); do
     *) echo "suite.sh: unknown argument $1 (--help)" >&2; exit 2 ;;
   esac
 done
-[[ $parts == all ]] && parts=uniform,skew,host,composite,wide,tpch,cold,peers,baselines,values,space,replay,live,live-filled,live-queries,fill,profile
-known=",uniform,skew,host,composite,wide,tpch,cold,peers,baselines,values,space,replay,live,live-filled,live-queries,fill,profile,"
+[[ $parts == all ]] && parts=uniform,skew,host,composite,scattered,wide,tpch,cold,peers,baselines,values,space,replay,live,live-filled,live-queries,fill,profile
+known=",uniform,skew,host,composite,scattered,wide,tpch,cold,peers,baselines,values,space,replay,live,live-filled,live-queries,fill,profile,"
 for p in ${parts//,/ }; do
   [[ $known == *",$p,"* ]] || { echo "suite.sh: unknown part $p (--help)" >&2; exit 2; }
 done
@@ -223,12 +225,23 @@ if has host; then
 fi
 if has composite; then
   need groupby_bench
-  # Two uint32 key columns, keys(a, b), uniform, device input: the default call, to set beside
-  # the uniform part's single-key default at the same group counts.
-  rm -f "$tmp/k.csv"
-  step 200 composite "$bench" --rows-log2 "$rows" --groups-log2 "$(upto 10,16,20,24)" --keys two --systems default \
-    --csv "$tmp/k.csv"
+  # Two uint32 key columns, keys(a, b), uniform, device input: the default call and the oracle,
+  # to set beside the uniform part's single-key default at the same group counts. The sweep is
+  # the evidence the plan runs scattered keys' configurations on 8-byte key words by (tuning.hpp).
+  rm -f "$tmp/k.csv" "$tmp/ks.csv"
+  step 200 composite "$bench" --rows-log2 "$rows" --groups-log2 "$(upto 10,16,20,24)" --keys two \
+    --csv "$tmp/k.csv" --sweep-csv "$tmp/ks.csv"
   merge composite.csv $default_key "$tmp/k.csv"
+  merge composite_sweep.csv $sweep_key "$tmp/ks.csv"
+fi
+if has scattered; then
+  need groupby_bench
+  # One uint32 key column spread over 32 bits: keys that collide in a hash table, as most key
+  # sets other than the draw's dense range do (the plan's scattered-keys configurations).
+  rm -f "$tmp/k.csv"
+  step 200 scattered "$bench" --rows-log2 "$rows" --groups-log2 "$(upto 4,10,16,20,24)" --keys scattered \
+    --csv "$tmp/k.csv"
+  merge scattered.csv $default_key "$tmp/k.csv"
 fi
 if has wide; then
   need groupby_bench

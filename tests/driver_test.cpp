@@ -515,7 +515,7 @@ TEST_CASE("host input: pinned_array is copied without staging, large pageable bl
   }
 }
 
-TEST_CASE("the sample profile: distinct keys, keys seen once and twice, the hottest key's share, frequent keys") {
+TEST_CASE("the sample profile: distinct keys, keys seen once and twice, the hottest key's share, frequent keys, the range") {
   const std::uint64_t seed = fresh_seed();
   CAPTURE(seed);
   std::mt19937_64 rng(seed);
@@ -530,8 +530,13 @@ TEST_CASE("the sample profile: distinct keys, keys seen once and twice, the hott
   CHECK(whole.twice == 10);
   CHECK(whole.sample_size == keys.size());
   CHECK(whole.hottest_key_share == doctest::Approx(1000.0 / double(keys.size())));
+  // The range of the sample's key words: 0 (k = 0) to the empty marker's bits.
+  CHECK(whole.lowest == 0);
+  CHECK(whole.highest == ~std::uint64_t{0});
   const std::vector<std::uint32_t> one(100, 7u);
   CHECK(detail::profile_sample(one).distinct == 1);
+  CHECK(detail::profile_sample(one).lowest == 7);
+  CHECK(detail::profile_sample(one).highest == 7);
   CHECK(detail::profile_sample(one).hottest_key_share == doctest::Approx(1.0));
   // The frequent keys: the hot key alone (seen 1000 times; the others once or twice).
   REQUIRE(whole.frequent.size() == 1);
@@ -545,6 +550,8 @@ TEST_CASE("the sample profile: distinct keys, keys seen once and twice, the hott
   for (int i = 0; i < 40; ++i) few.push_back(keys[std::size_t(i) % 3]);
   const auto small = detail::profile_sample(few);
   CHECK(small.distinct == std::set<std::uint64_t>(few.begin(), few.end()).size());
+  CHECK(small.lowest == *std::min_element(few.begin(), few.end()));
+  CHECK(small.highest == *std::max_element(few.begin(), few.end()));
   const auto again = detail::profile_sample(keys);
   CHECK(again.distinct == whole.distinct);
   CHECK(again.once == whole.once);

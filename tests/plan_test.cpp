@@ -185,6 +185,20 @@ TEST_CASE("tuning: on where the model is not sure, from the plan's start, never 
   options off;
   off.autotune = false;
   CHECK_FALSE(plan(unknown_gpu(), uniform_input(1 << 20), off).tuning().enabled);
+  // 8-byte key words with one 8-byte accumulator (two uint32 key columns): the entry's
+  // scattered-keys configurations were measured for them, so scattered keys run them without a
+  // search; keys of a dense range still search (their configurations were not).
+  query_shape packed;
+  packed.key_bytes = 8;
+  packed.bucket_bytes = 16;
+  auto spread = uniform_input(1 << 20);
+  spread.key_span = 1.8e19;
+  auto dense = uniform_input(1 << 20);
+  dense.key_span = double(1 << 20);
+  CHECK_FALSE(plan(h100(), spread, {}, packed).tuning().enabled);
+  CHECK(plan(h100(), dense, {}, packed).tuning().enabled);
+  CHECK(plan(h100(), spread, {}, wide).tuning().enabled);         // three accumulators: not measured
+  CHECK(plan(unknown_gpu(), spread, {}, packed).tuning().enabled);  // the generic entry: not measured
   // On a CPU, INDEPENDENT may start a search.
   const auto cpu = plan(pocl_cpu(), uniform_input(1 << 4));
   std::set<strategy_kind> strategies;
@@ -310,6 +324,60 @@ TEST_CASE("the start configuration follows the keys' shape: runs, one dominant k
   CHECK(e.shared_frequent != e.shared_dominant);
   CHECK(e.shared != e.shared_frequent);
   CHECK(e.shared_runs != e.shared_dominant);
+}
+
+TEST_CASE("keys spread wider than a dense range start from the scattered-keys configurations") {
+  // 2^16 groups: a sample whose keys span 2^16 values is a dense range; one whose keys span
+  // 2^32 (identifiers, hashed values) is scattered. The H100 entry holds different SHARED and
+  // WORKGROUPLOCAL configurations for the two at this table size, so the checks tell them apart.
+  auto dense = uniform_input(1 << 16);
+  dense.key_span = double(1 << 16);
+  auto scattered = dense;
+  scattered.key_span = 4294967296.0;
+  const auto regime = [](unsigned log2) {
+    for (const auto& e : query_planner::entry_for(h100()).regimes) {
+      if (e.max_table_log2 >= log2) return e;
+    }
+    return query_planner::entry_for(h100()).regimes.back();
+  };
+  CHECK_FALSE(plan(h100(), dense).scattered_keys());
+  CHECK(plan(h100(), scattered).scattered_keys());
+  const auto& e = regime(16);
+  REQUIRE(e.shared_scattered != e.shared);
+  CHECK(plan(h100(), dense).initial_config(strategy_kind::shared) == e.shared);
+  CHECK(plan(h100(), scattered).initial_config(strategy_kind::shared) == e.shared_scattered);
+  // At 2^10 groups WORKGROUPLOCAL runs: its scattered configuration likewise.
+  auto dense_small = uniform_input(1 << 10);
+  dense_small.key_span = double(1 << 10);
+  auto scattered_small = dense_small;
+  scattered_small.key_span = 4294967296.0;
+  const auto& small = regime(10);
+  REQUIRE(small.workgroup_local_scattered != small.workgroup_local);
+  CHECK(plan(h100(), dense_small).default_params() ==
+        execution_params{strategy_kind::workgroup_local, small.workgroup_local});
+  CHECK(plan(h100(), scattered_small).default_params() ==
+        execution_params{strategy_kind::workgroup_local, small.workgroup_local_scattered});
+  // The bound: a range up to dense_span_factor times the groups is dense, beyond it scattered.
+  auto edge = dense;
+  edge.key_span = query_planner::dense_span_factor * double(1 << 16);
+  CHECK_FALSE(plan(h100(), edge).scattered_keys());
+  edge.key_span += 1;
+  CHECK(plan(h100(), edge).scattered_keys());
+  // Never without a sample, never for direct addressing (no probing); a skewed sample keeps its
+  // own configuration; an entry without scattered measurements (the generic GPU's) keeps the
+  // shuffled keys' configuration.
+  auto unsampled = scattered;
+  unsampled.sampled = false;
+  CHECK_FALSE(plan(h100(), unsampled).scattered_keys());
+  query_shape direct = recorded_shape();
+  direct.identity_scheme = true;
+  direct.domain_size = 1 << 16;
+  CHECK_FALSE(plan(h100(), scattered, {}, direct).scattered_keys());
+  auto scattered_runs = scattered;
+  scattered_runs.runs_share = 0.9;
+  CHECK(plan(h100(), scattered_runs).initial_config(strategy_kind::shared) == e.shared_runs);
+  const auto& generic = query_planner::entry_for(unknown_gpu()).regimes.back();
+  CHECK(plan(unknown_gpu(), scattered).initial_config(strategy_kind::shared) == generic.shared);
 }
 
 TEST_CASE("observed groups grow the local tables' plan: WORKGROUPLOCAL gives way to SHARED") {

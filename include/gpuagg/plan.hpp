@@ -157,9 +157,19 @@ class query_planner {
 
   /// The configuration the plan starts a strategy with: the entry's for the regime, its runs
   /// configuration where the sample shows runs of equal keys (runs_share; neighbouring work
-  /// items then update one bucket, and fewer of them contend), INDEPENDENT the paper's initial
+  /// items then update one bucket, and fewer of them contend), its scattered-keys one where the
+  /// keys are spread wider than a dense range (scattered_keys), INDEPENDENT the paper's initial
   /// configuration (section 4.1); its work groups halved until the kernel runs them.
   launch_config initial_config(strategy_kind strategy) const;
+
+  /// Whether the keys are spread wider than a dense range: the sample's key range more than
+  /// dense_span_factor times the groups planned. Multiply-shift hashing gives each key of a dense
+  /// range its own bucket; keys spread wider (identifiers, hashed values, packed composite keys,
+  /// signed keys on both sides of zero) collide as random keys do, some work item of a SIMD group
+  /// probes several buckets, and the group waits for it: more work groups per compute unit hide
+  /// that wait. Never for direct addressing, which does not probe.
+  bool scattered_keys() const;
+  static constexpr double dense_span_factor = 4;
 
   /// The strategy without tuning (section 3.7): WORKGROUPLOCAL while its local table holds every
   /// group, else SHARED. Beyond the paper, for skewed keys (the sample's hottest key):

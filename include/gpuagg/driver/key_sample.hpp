@@ -1,8 +1,8 @@
 #pragma once
 // The key sample's profile, on the host: the sample's key frequencies (the group estimate's
 // first stage, estimate.hpp), its most frequent keys (the skew the default strategy, the run
-// cache and the hot-key table follow) and its runs of equal keys (the configurations for sorted
-// input). The driver takes the sample (driver/group_estimate.hpp); this is pure host code.
+// cache and the hot-key table follow), its runs of equal keys (the configurations for sorted
+// input) and its keys' range (those for scattered keys). The driver takes the sample (driver/group_estimate.hpp); this is pure host code.
 
 #include <algorithm>
 #include <cmath>
@@ -29,6 +29,10 @@ struct sample_profile {
   /// The share of sampled rows (frequent keys aside) whose right neighbour has the same key:
   /// near 1 for sorted or clustered input, about 1/groups for shuffled input.
   double runs_share = 0;
+  /// The sample's smallest and largest key bits (as unsigned words): their range tells a dense
+  /// range of keys from keys spread wider (query_planner::scattered_keys).
+  std::uint64_t lowest = 0;
+  std::uint64_t highest = 0;
   /// The frequent keys (bits), most frequent first, and their counts in the sample: keys seen at
   /// least 8 times and at least 4 times as often as the average group (uniform keys have almost
   /// never any), at most max_frequent_keys. SHARED's hot-key table takes them (kernels/aggregate.hpp), and
@@ -68,7 +72,11 @@ sample_profile profile_sample(std::span<const Bits> sample, std::span<const Bits
   }
   used.clear();
   used.reserve(sample.size());  // no allocation (and no exception) while counts are dirty
+  Bits lowest = sample.front();
+  Bits highest = sample.front();
   for (const auto key : sample) {
+    lowest = std::min(lowest, key);
+    highest = std::max(highest, key);
     std::size_t at = static_cast<std::size_t>((std::uint64_t(key) * 0x9E3779B97F4A7C15ULL) >> 32) & mask;
     while (counts[at] != 0 && keys[at] != key) at = (at + 1) & mask;
     if (counts[at]++ == 0) {
@@ -91,6 +99,8 @@ sample_profile profile_sample(std::span<const Bits> sample, std::span<const Bits
   profile.sample_size = sample.size();
   profile.hottest_key_share = double(top) / double(sample.size());
   profile.hottest_key = static_cast<std::uint64_t>(hottest);
+  profile.lowest = static_cast<std::uint64_t>(lowest);
+  profile.highest = static_cast<std::uint64_t>(highest);
   const double average = double(sample.size()) / double(std::max<std::uint64_t>(profile.distinct, 1));
   const auto least = static_cast<std::uint32_t>(std::max(8.0, std::ceil(4 * average)));
   for (const auto at : used) {

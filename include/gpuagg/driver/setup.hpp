@@ -167,6 +167,7 @@ void aggregation_driver<Bound>::make_planner(const detail::sample_profile& sampl
   profile.sampled = sample.sample_size > 0;
   profile.hottest_key_share = sample.hottest_key_share;
   profile.runs_share = sample.runs_share;
+  profile.key_span = profile.sampled ? double(sample.highest - sample.lowest) + 1 : 0;
   profile.sample_size = sample.sample_size;
   for (const auto& [key, count] : sample.frequent) profile.frequent_counts.push_back(count);
   planner_.emplace(ctx_.info(), shape_, std::move(profile), opts_,

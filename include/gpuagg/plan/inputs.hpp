@@ -42,6 +42,7 @@ struct input_profile {
   bool sampled = false;               ///< the key sample was taken (skew is known)
   double hottest_key_share = 0;       ///< the sample's most frequent key's share of it
   double runs_share = 0;              ///< the sample's rows whose right neighbour has their key
+  double key_span = 0;                ///< the sampled keys' range of table words (0: not sampled)
   /// The sample's frequent keys' counts, most frequent first (detail::sample_profile), and the
   /// sample's size: they decide the hot-key table.
   std::vector<std::uint32_t> frequent_counts;

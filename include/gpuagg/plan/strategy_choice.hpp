@@ -27,6 +27,11 @@ inline const plan_regime& query_planner::regime() const {
   return entry_.regimes.back();
 }
 
+inline bool query_planner::scattered_keys() const {
+  return !shape_.identity_scheme && profile_.sampled &&
+         profile_.key_span > dense_span_factor * double(planned_groups());
+}
+
 inline launch_config query_planner::initial_config(strategy_kind strategy) const {
   const plan_regime& r = regime();
   // The keys' shape the sample shows, most telling first: runs of equal keys, one dominant key,
@@ -35,10 +40,14 @@ inline launch_config query_planner::initial_config(strategy_kind strategy) const
   const bool dominant = profile_.hottest_key_share >= dominant_key_share;
   const bool frequent = hot_.share >= hot_table_min_share;
   const bool local = strategy == strategy_kind::workgroup_local;
+  // Scattered keys' configurations where the entry has them (a zero size: not measured).
+  const launch_config& scattered = local ? r.workgroup_local_scattered : r.shared_scattered;
+  const launch_config& shuffled =
+      scattered_keys() && scattered.work_group_size != 0 ? scattered : (local ? r.workgroup_local : r.shared);
   launch_config config = runs       ? (local ? r.workgroup_local_runs : r.shared_runs)
                          : dominant ? (local ? r.workgroup_local_dominant : r.shared_dominant)
                          : frequent ? (local ? r.workgroup_local_frequent : r.shared_frequent)
-                                    : (local ? r.workgroup_local : r.shared);
+                                    : shuffled;
   if (strategy == strategy_kind::independent) config = paper_initial_config(strategy);
   const auto limit = max_work_group_size(strategy);
   while (config.work_group_size > limit && config.work_group_size > 1) {
