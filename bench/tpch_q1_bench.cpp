@@ -6,13 +6,16 @@
 // Beside each host input, the time to copy the same narrow columns to the device (pinned: one
 // write per column from pinned memory into device buffers, all in flight together): the PCIe
 // bound the query's host path is measured against. `--dump DIR` writes the columns as raw files
-// (bench/tpch_q1_pyarrow.py runs the same query with pyarrow on them).
+// (bench/tpch_q1_pyarrow.py runs the same query with pyarrow on them). `--systems` measures
+// alternatives beside the default call in the same process (fixed configurations, private
+// groups); the CSV's `system` column names each.
 
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
@@ -119,7 +122,42 @@ int main(int argc, char** argv) {
   app.add_option("--reps", reps, "timed queries per input after one untimed");
   app.add_option("--csv", csv_path, "CSV of every timed query (appended)");
   app.add_option("--dump", dump, "write the columns of each scale factor as raw files under this folder");
+  // Other systems beside the default call, for measuring the plan's alternatives: a fixed
+  // strategy and configuration (W:<groups>x<size> or S:<groups>x<size>), with a trailing "+p"
+  // for options::private_groups; "p" alone is the default call with private groups.
+  std::string systems_text = "default";
+  app.add_option("--systems", systems_text, "default,p,W:32x128,S:1024x128+p,... (default: the default call only)");
   CLI11_PARSE(app, argc, argv);
+  struct variant {
+    std::string name;
+    options opts;
+  };
+  std::vector<variant> variants;
+  {
+    std::stringstream list(systems_text);
+    std::string item;
+    while (std::getline(list, item, ',')) {
+      variant v{item, {}};
+      std::string spec = item;
+      if (spec.size() >= 2 && spec.substr(spec.size() - 2) == "+p") {
+        v.opts.private_groups = true;
+        spec.resize(spec.size() - 2);
+      }
+      if (spec == "p") {
+        v.opts.private_groups = true;
+      } else if (spec != "default") {
+        char kind = 0;
+        unsigned groups = 0, size = 0;
+        if (std::sscanf(spec.c_str(), "%c:%ux%u", &kind, &groups, &size) != 3 || (kind != 'W' && kind != 'S')) {
+          std::cerr << "tpch-q1-bench: --systems: " << item << " is not default, p, W:<g>x<s> or S:<g>x<s> (+p)\n";
+          return 2;
+        }
+        v.opts.strategy = kind == 'W' ? strategy_kind::workgroup_local : strategy_kind::shared;
+        v.opts.config = launch_config{groups, size};
+      }
+      variants.push_back(v);
+    }
+  }
 
   context& ctx = default_context();
   std::ofstream csv;
@@ -166,6 +204,8 @@ int main(int argc, char** argv) {
     while (std::getline(list, input, ',')) {
       double copy_ms = 0;
       std::vector<double> walls;
+      options opts;                   // the system being measured (repeat sets it)
+      std::string system = "default";
       // Each query of this input: the user's call, timed, and its answer checked.
       const auto run = [&](auto&& call, unsigned rep, bool timed) {
         const auto start = std::chrono::steady_clock::now();
@@ -173,7 +213,10 @@ int main(int argc, char** argv) {
         const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         const bool ok = tpch::q1_rows(r) == expected;
         (ok ? verified : unverified) += 1;
-        if (!ok) std::cerr << "tpch-q1-bench: UNVERIFIED SF " << scale << ' ' << input << " rep " << rep << '\n';
+        if (!ok) {
+          std::cerr << "tpch-q1-bench: UNVERIFIED SF " << scale << ' ' << input << ' ' << system << " rep " << rep
+                    << '\n';
+        }
         if (!timed) return;
         walls.push_back(wall);
         const auto& s = r.stats;
@@ -182,16 +225,27 @@ int main(int argc, char** argv) {
         const execution_params last = s.blocks.empty() ? execution_params{} : s.blocks.back().params;
         if (csv.is_open()) {
           csv << '"' << s.device << "\"," << scale << ',' << li.size() << ',' << li.bytes() << ',' << input
-              << ",default," << rep << ',' << std::setprecision(6) << wall * 1e3 << ',' << kernels * 1e3 << ','
+              << ',' << system << ',' << rep << ',' << std::setprecision(6) << wall * 1e3 << ',' << kernels * 1e3 << ','
               << copy_ms << ',' << to_string(last.strategy) << ',' << last.config.work_groups_per_cu << ','
               << last.config.work_group_size << ',' << s.blocks.size() << ',' << r.size() << ',' << (ok ? 1 : 0)
               << '\n';
           csv.flush();
         }
       };
+      // Every system in turn: one untimed query (the first of its shape builds or loads
+      // programs), then the timed ones, and their median.
       const auto repeat = [&](auto&& call) {
-        run(call, 0, false);  // the first query of its shape builds or loads programs
-        for (unsigned rep = 0; rep < reps; ++rep) run(call, rep, true);
+        for (const auto& v : variants) {
+          opts = v.opts;
+          system = v.name;
+          walls.clear();
+          run(call, 0, false);
+          for (unsigned rep = 0; rep < reps; ++rep) run(call, rep, true);
+          std::cout << "SF " << scale << ' ' << input << ' ' << system << ": median " << median(walls) * 1e3
+                    << " ms, best " << (walls.empty() ? 0 : *std::min_element(walls.begin(), walls.end()) * 1e3)
+                    << " ms" << (copy_ms > 0 ? ", copy of the columns " + std::to_string(copy_ms) + " ms" : std::string())
+                    << std::endl;
+        }
       };
       if (input == "device") {
         const auto rf = upload(ctx, li.returnflag);
@@ -201,7 +255,7 @@ int main(int argc, char** argv) {
         const auto d = upload(ctx, li.discount);
         const auto t = upload(ctx, li.tax);
         const auto s = upload(ctx, li.shipdate);
-        repeat([&] { return group_by(keys(rf, ls), values(q, p, d, t, s), tpch::q1_query); });
+        repeat([&] { return group_by(keys(rf, ls), values(q, p, d, t, s), tpch::q1_query, opts); });
       } else if (input == "pinned") {
         const auto rf = pin(ctx, li.returnflag);
         const auto ls = pin(ctx, li.linestatus);
@@ -230,20 +284,17 @@ int main(int argc, char** argv) {
           }
           copy_ms = *std::min_element(copies.begin(), copies.end()) * 1e3;
         }
-        repeat([&] { return group_by(keys(rf, ls), values(q, p, d, t, s), tpch::q1_query); });
+        repeat([&] { return group_by(keys(rf, ls), values(q, p, d, t, s), tpch::q1_query, opts); });
       } else if (input == "pageable") {
         repeat([&] {
           return group_by(keys(li.returnflag, li.linestatus),
-                          values(li.quantity, li.extendedprice, li.discount, li.tax, li.shipdate), tpch::q1_query);
+                          values(li.quantity, li.extendedprice, li.discount, li.tax, li.shipdate), tpch::q1_query,
+                          opts);
         });
       } else {
         std::cerr << "tpch-q1-bench: unknown input " << input << '\n';
         return 2;
       }
-      std::cout << "SF " << scale << ' ' << input << ": median " << median(walls) * 1e3 << " ms, best "
-                << (walls.empty() ? 0 : *std::min_element(walls.begin(), walls.end()) * 1e3) << " ms"
-                << (copy_ms > 0 ? ", copy of the columns " + std::to_string(copy_ms) + " ms" : std::string())
-                << std::endl;
     }
   }
   std::cout << "tpch-q1-bench: " << verified << " results verified, " << unverified << " unverified\n";
