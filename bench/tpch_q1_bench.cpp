@@ -123,8 +123,9 @@ int main(int argc, char** argv) {
   app.add_option("--csv", csv_path, "CSV of every timed query (appended)");
   app.add_option("--dump", dump, "write the columns of each scale factor as raw files under this folder");
   // Other systems beside the default call, for measuring the plan's alternatives: a fixed
-  // strategy and configuration (W:<groups>x<size> or S:<groups>x<size>), with a trailing "+p"
-  // for options::private_groups; "p" alone is the default call with private groups.
+  // strategy and configuration (W:<groups>x<size> or S:<groups>x<size>), then "+c<N>" for N
+  // local table copies (options::local_table_copies) and a trailing "+p" for
+  // options::private_groups; "p" alone is the default call with private groups.
   std::string systems_text = "default";
   app.add_option("--systems", systems_text, "default,p,W:32x128,S:1024x128+p,... (default: the default call only)");
   CLI11_PARSE(app, argc, argv);
@@ -139,6 +140,10 @@ int main(int argc, char** argv) {
     while (std::getline(list, item, ',')) {
       variant v{item, {}};
       std::string spec = item;
+      if (const auto at = spec.find("+c"); at != std::string::npos) {  // +c<N>: N local table copies
+        v.opts.local_table_copies = static_cast<std::uint32_t>(std::stoul(spec.substr(at + 2)));
+        spec.erase(at, spec.find('+', at + 1) == std::string::npos ? std::string::npos : spec.find('+', at + 1) - at);
+      }
       if (spec.size() >= 2 && spec.substr(spec.size() - 2) == "+p") {
         v.opts.private_groups = true;
         spec.resize(spec.size() - 2);
