@@ -90,6 +90,8 @@ int main(int argc, char** argv) {
   app.add_option("--reps", reps, "timed repetitions");
   app.add_option("--warmup", warmup, "untimed runs first");
   app.add_option("--seed", seed, "input seed");
+  bool verbose = false;
+  app.add_flag("--verbose", verbose, "each query of several members: its stats (rows, blocks, verdicts) on stderr");
   CLI11_PARSE(app, argc, argv);
 
   const gpuagg::device_set set =
@@ -180,6 +182,8 @@ int main(int argc, char** argv) {
       const auto of_set = [&](auto r, bool several) {
         std::vector<std::uint64_t> per;
         for (const auto& d : r.stats.devices) per.push_back(d.rows);
+        // Every query of several members, with each member's rows, blocks and verdict, on stderr.
+        if (several && verbose) std::cerr << input << ' ' << groups << " groups: " << r.stats << '\n';
         std::string phases = several ? phases_of(r.stats) : phases_of(r.result.stats);
         return std::tuple{std::move(r.result), per, std::move(phases)};
       };

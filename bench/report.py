@@ -57,7 +57,7 @@ FILES = {
     "tpch.csv": ("TPC-H Q1 (tpch_q1_bench) at SF 10 and SF 100, device, pinned and pageable input", "tpch", "column"),
     "tpch_pyarrow.csv": ("TPC-H Q1 in pyarrow on the host's cores over the same columns", "tpch", "column"),
     "multi_device.csv": ("several devices alone and together (multi_device_bench): on h100 the GPU and the CPU "
-                         "(PoCL) on host input; on h100x2 two GPUs on device, pinned and pageable input",
+                         "(PoCL) on host input; on h100x2 and h200x2 two GPUs on device, pinned and pageable input",
                          "none: bench/multi_device_bench, docs/multi_device.md", "column"),
     "profile_kernels.csv": ("Nsight Compute counters of the CUDA twin and of PyTorch's kernels", "profile",
                             "column (twin rows)"),

@@ -5,6 +5,7 @@
 // POCL_DEVICES="pthread pthread" (two PoCL devices); with one device, the set names it twice.
 #include <atomic>
 #include <chrono>
+#include <deque>
 #include <thread>
 
 #include <gpuagg/multi_device.hpp>
@@ -96,6 +97,10 @@ TEST_CASE("a block's rows: probes until the device's speed is known, then shrink
   CHECK(next_block_rows(limit, std::uint64_t{1} << 22, 0.9, true, false) == std::uint64_t(0.45 * double(1 << 22)));
   CHECK(next_block_rows(limit, std::uint64_t{1} << 22, 0.1, true, false) == floor);
   CHECK(next_block_rows(1000, std::uint64_t{1} << 22, 0.01, true, false) == 1000);  // a floor above the limit is the limit
+  // Blocks at most double from one to the next, from the floor up to the limit.
+  CHECK(next_block_rows(limit, many, 0.5, true, false, 1.0, floor) == 2 * floor);
+  CHECK(next_block_rows(limit, many, 0.5, true, false, 1.0, limit / 2 + 1) == limit);
+  CHECK(next_block_rows(limit, many, 0.5, true, false, 1.0, 1) == floor);
   // A slow device whose smallest block would outlast the others' finish of everything left
   // takes none; the fastest always takes one.
   CHECK(next_block_rows(limit, std::uint64_t{1} << 22, 0.01, true, false) == 0);
@@ -124,14 +129,51 @@ TEST_CASE("the shared queue: a device's speed from its finished blocks, a slow d
     REQUIRE(r);
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  // Device 1 finished one probe in 200 ms; device 0 did 40 blocks in 2 ms: device 1 is far too
-  // slow for what is left and takes nothing more, device 0 keeps taking blocks to the end.
+  // Device 1's first probe finished after 200 ms. A first block carries the device's start, so
+  // one finished block does not make its speed known: it takes another probe.
+  REQUIRE(queue.next(1, limit, 2));
+  CHECK(queue.rows_of(1) == 3 * detail::min_shared_block_rows);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  // Its second probe took another 200 ms, where device 0 did 40 blocks in a few: device 1 is
+  // far too slow for what is left and takes nothing more, device 0 keeps taking blocks to the end.
   CHECK_FALSE(queue.next(1, limit, 2));
   std::uint64_t blocks = 0;
   while (queue.next(0, limit, 2)) ++blocks;
   CHECK(blocks > 0);
   CHECK(queue.handed_out() == rows);
-  CHECK(queue.rows_of(1) == 2 * detail::min_shared_block_rows);
+  CHECK(queue.rows_of(1) == 3 * detail::min_shared_block_rows);
+
+  // Two members as fast as each other (2 ms a block plus 0.1 ms per 2^18 rows: a probe is
+  // mostly the fixed cost), the second's first block 60 ms late (its start: first transfers,
+  // memory first touched). It keeps taking blocks: its speed counts from its first finished
+  // block on, and its probes compare with the other's probes, not with the other's full blocks
+  // (on which it would be 0.11 of the other). Each member asks when its oldest block in flight
+  // finishes, as a driver does.
+  detail::block_queue warming(std::uint64_t{1} << 40, 2);
+  const auto t0 = std::chrono::steady_clock::now();
+  std::deque<std::chrono::steady_clock::time_point> finishes[2];
+  const auto take = [&](std::size_t d) {
+    const auto r = warming.next(d, limit, 2);
+    if (!r) return false;
+    const auto begin = finishes[d].empty() ? std::chrono::steady_clock::now() : finishes[d].back();
+    auto end = begin + std::chrono::microseconds(2000 + r->second * 100 / detail::min_shared_block_rows);
+    if (d == 1 && warming.blocks_of(1) == 1) end += std::chrono::milliseconds(60);
+    finishes[d].push_back(end);
+    return true;
+  };
+  for (std::size_t d : {0u, 1u}) {
+    for (int k = 0; k < 2; ++k) REQUIRE(take(d));
+  }
+  bool taking[2] = {true, true};
+  while (std::chrono::steady_clock::now() < t0 + std::chrono::milliseconds(150) && (taking[0] || taking[1])) {
+    const std::size_t d = !taking[1] || (taking[0] && finishes[0].front() <= finishes[1].front()) ? 0 : 1;
+    std::this_thread::sleep_until(finishes[d].front());
+    finishes[d].pop_front();
+    taking[d] = take(d);
+  }
+  CHECK(taking[1]);
+  CHECK_FALSE(warming.too_slow(1));
+  CHECK(warming.rows_of(1) > 4 * detail::min_shared_block_rows);  // larger blocks once measured
 
   // With rows enough for both, a member at about a twentieth of the other's speed stops after
   // its probes; the fast member then takes every remaining row.

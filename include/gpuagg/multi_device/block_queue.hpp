@@ -27,23 +27,37 @@ class block_queue {
   /// holds up to `window` blocks in flight; std::nullopt when no row is left for it (all handed
   /// out, the device too slow for what is left: block_size.hpp) or the queue was cancelled.
   /// A driver asks only when a slot is free (aggregation_driver::run_blocks), so once `window`
-  /// blocks are in flight each request means the oldest of them has finished: the finished
-  /// rows over the time since the device's first request are its measured speed.
+  /// blocks are in flight each request means the oldest of them has finished. A device's speed
+  /// is known once two of its blocks have finished: the rows of those after the first over the
+  /// time since the first finished. The first block carries the device's start in the query
+  /// (its first transfers, host memory it touches first, its queue filling), which can make a
+  /// device as fast as the others look many times slower on a probe-sized block.
   std::optional<range> next(std::size_t device, std::uint64_t limit, std::size_t window = 2) {
     const auto now = std::chrono::steady_clock::now();
     const std::lock_guard lock(mutex_);
     if (cancelled_ || cursor_ >= rows_) return std::nullopt;
     auto& mine = devices_[device];
-    if (mine.blocks == 0) mine.first_request = now;
     if (mine.in_flight.size() >= std::max<std::size_t>(window, 1)) {
-      mine.finished += mine.in_flight.front();
-      mine.in_flight.pop_front();
+      const std::uint64_t done = mine.in_flight.front();
+      if (mine.finished_blocks == 0) {
+        mine.first_finish = now;
+      } else {
+        // The time since the previous finish is this block's: the device kept its slots full.
+        const double seconds = std::chrono::duration<double>(now - mine.last_finish).count();
+        auto& size_class = done <= min_shared_block_rows ? mine.probes : mine.larger;
+        size_class.rows += done;
+        size_class.seconds += seconds;
+        mine.finished += done;
+      }
       mine.last_finish = now;
+      mine.in_flight.pop_front();
+      mine.finished_blocks += 1;
     }
     const auto [share, measured, relative] = share_of(device);
     const bool last_active = std::count_if(devices_.begin(), devices_.end(),
                                            [](const member& m) { return !m.stopped; }) == 1;
-    std::uint64_t count = next_block_rows(limit, rows_ - cursor_, share, measured, devices_.size() == 1, relative);
+    std::uint64_t count = next_block_rows(limit, rows_ - cursor_, share, measured, devices_.size() == 1, relative,
+                                          mine.last_rows);
     if (count == 0) {
       if (!last_active) {  // the others finish the rest sooner without it
         mine.stopped = true;
@@ -54,6 +68,7 @@ class block_queue {
     }
     const range handed{cursor_, count};
     cursor_ += count;
+    mine.last_rows = count;
     mine.rows += count;
     mine.blocks += 1;
     mine.in_flight.push_back(count);
@@ -96,44 +111,64 @@ class block_queue {
  private:
   struct member {
     std::uint64_t rows = 0;       // handed out
-    std::uint64_t finished = 0;   // of those, finished (known at the device's later requests)
+    std::uint64_t finished = 0;   // of those, finished after the first (known at later requests)
+    std::size_t finished_blocks = 0;  // finished, the first included
     std::size_t blocks = 0;
+    std::uint64_t last_rows = 0;      // of the last block handed out
+    struct timed {
+      std::uint64_t rows = 0;
+      double seconds = 0;
+      double rate() const { return seconds > 0 ? double(rows) / seconds : 0.0; }
+    };
+    timed probes;  // finished blocks after the first of at most the floor's rows
+    timed larger;  // and of more
     bool stopped = false;   // takes no more blocks (too slow for what was left, or sat out)
     bool too_slow = false;  // stopped as slower than min_relative_speed of the fastest
     std::deque<std::uint64_t> in_flight;
-    std::chrono::steady_clock::time_point first_request;
+    std::chrono::steady_clock::time_point first_finish;
     std::chrono::steady_clock::time_point last_finish;
   };
 
   struct speed {
     double share;     ///< of the set's rows per second
     bool measured;    ///< its own speed is known
-    double relative;  ///< its speed over the fastest member's
+    double relative;  ///< its speed over the fastest member's, on blocks of like size
   };
 
-  /// Member `device`'s share of the set's rows per second, each member's speed its finished
-  /// rows over the time from its first request to its last finished block, among the members
-  /// whose speed is known; whether its own speed is known; and its speed over the fastest
-  /// known member's. Members still setting up or
-  /// running their first blocks are left out (one that builds its programs for a second must
-  /// not keep the others in probe-sized blocks). A member that stopped taking blocks keeps its
-  /// speed in the total: it is still finishing its last blocks.
+  /// Member `device`'s share of the set's rows per second, each member's speed the rows of its
+  /// finished blocks after the first over the time from the first's finish to the last's, among
+  /// the members whose speed is known; whether its own speed is known; and its speed over the
+  /// fastest known member's. Members still setting up or running their first blocks are left
+  /// out (one that builds its programs for a second must not keep the others in probe-sized
+  /// blocks). A member that stopped taking blocks keeps its speed in the total: it is still
+  /// finishing its last blocks.
   speed share_of(std::size_t device) const {
     double total = 0;
     double own = 0;
-    double fastest = 0;
+    double fastest_probes = 0;
+    double fastest_larger = 0;
     for (std::size_t i = 0; i < devices_.size(); ++i) {
       const auto& m = devices_[i];
-      if (m.finished == 0) continue;
-      const double seconds = std::chrono::duration<double>(m.last_finish - m.first_request).count();
+      if (m.finished_blocks < 2 || m.finished == 0) continue;
+      const double seconds = std::chrono::duration<double>(m.last_finish - m.first_finish).count();
       if (seconds <= 0) continue;
       const double rate = double(m.finished) / seconds;
       total += rate;
-      fastest = std::max(fastest, rate);
+      fastest_probes = std::max(fastest_probes, m.probes.rate());
+      fastest_larger = std::max(fastest_larger, m.larger.rate());
       if (i == device) own = rate;
     }
     if (own <= 0) return {0.0, false, 1.0};
-    return {own / total, true, own / fastest};
+    // Its speed against the fastest on blocks of like size: its larger blocks' where it and
+    // another have finished some, else its probes'.
+    const auto& mine = devices_[device];
+    double relative = 1.0;
+    if (mine.larger.rate() > 0 && fastest_larger > 0) {
+      relative = mine.larger.rate() / fastest_larger;
+    } else if (mine.probes.rate() > 0 && fastest_probes > 0) {
+      relative = mine.probes.rate() / fastest_probes;
+    }
+    return {own / total, true, relative};
   }
 
   mutable std::mutex mutex_;

@@ -5,7 +5,8 @@
 //
 // Each device takes the next block when it has a free slot (block_queue.hpp), so a slow device
 // takes fewer blocks with no split fixed in advance. Three rules:
-// - Probe first. Until a device has finished a block its speed is unknown, and a full block
+// - Probe first. Until a device has finished two blocks its speed is unknown (the first carries
+//   its start in the query: block_queue.hpp), and a full block
 //   (the device's own plan: block_rows(), 4 Mi rows of host input) taken by a slow member at the
 //   start can outlast the fast member's whole query (a CPU at 0.4 G rows/s beside a GPU fed at
 //   6 G rows/s: two 4 Mi-row blocks take the CPU 20 ms, the GPU's whole 2^27-row query 21 ms).
@@ -19,8 +20,15 @@
 // - A device whose floor-sized block would end after the others finish every remaining row
 //   without it (the block exceeds its share of what is left) takes no more blocks: a slow
 //   member must never hold the query up.
+// - Blocks grow at most twofold from one to the next (from the probes' floor to the device's
+//   limit): a device is compared with the others on blocks of similar size (below), and a
+//   slow one has spent little when it is found slow.
 // - A device measured slower than min_relative_speed of the set's fastest member takes no more
-//   blocks either, however many rows are left. Such a member (PoCL's CPU device beside a GPU
+//   blocks either, however many rows are left. Speeds compare blocks of like size: a probe's
+//   rows per second with the others' probes', a larger block's with the others' larger blocks'.
+//   A probe is mostly the fixed cost of a block, so a device measured on probes beside one
+//   measured on full blocks would look several times slower than it is, and an equal GPU
+//   would sit out queries it halves. Such a member (PoCL's CPU device beside a GPU
 //   fed from host memory does 1/20 of its rows per second) shares what the fast one needs: the
 //   host's memory bus and its cores, which stage a GPU's pageable input and drive its queue.
 //   What it adds is less than it takes: on the H100 machine the GPU alone ran 2^27 pageable
@@ -49,10 +57,12 @@ constexpr bool too_slow_to_help(double relative) noexcept { return relative < mi
 /// Rows of the next block for a device whose driver takes at most `limit` rows a block, when
 /// `remaining` rows are not handed out yet and the device does `share` (0 to 1) of the rows the
 /// members whose speed is known do per second; `measured`: whether this device's speed is
-/// known (it finished a block), `alone`: the set has one member; `relative`: its speed over
-/// the fastest measured member's (1 for the fastest). 0: the device takes no more blocks.
+/// known (block_queue.hpp), `alone`: the set has one member; `relative`: its speed over
+/// the fastest measured member's on blocks of like size (1 for the fastest); `previous`: the
+/// rows of the last block it took (0: none), which the next at most doubles. 0: the device
+/// takes no more blocks.
 inline std::uint64_t next_block_rows(std::uint64_t limit, std::uint64_t remaining, double share, bool measured,
-                                     bool alone, double relative = 1.0) {
+                                     bool alone, double relative = 1.0, std::uint64_t previous = 0) {
   const std::uint64_t floor = std::min(limit, min_shared_block_rows);
   if (remaining == 0) return 0;
   if (alone) return std::min(limit, remaining);
@@ -61,7 +71,8 @@ inline std::uint64_t next_block_rows(std::uint64_t limit, std::uint64_t remainin
   const double due = share * double(remaining);  // its rows if all finished together
   if (double(std::min(floor, remaining)) > due && share < 0.5) return 0;
   const double fair = 0.5 * due;
-  const auto rows = std::clamp<std::uint64_t>(static_cast<std::uint64_t>(fair), floor, limit);
+  const std::uint64_t most = previous == 0 ? limit : std::clamp<std::uint64_t>(2 * previous, floor, limit);
+  const auto rows = std::clamp<std::uint64_t>(static_cast<std::uint64_t>(fair), floor, most);
   return std::min(rows, remaining);
 }
 

@@ -60,7 +60,8 @@ inline std::ostream& operator<<(std::ostream& os, const multi_device_stats& s) {
       os << "sat out (too slow in an earlier query)\n";
       continue;
     }
-    os << d.rows << " rows in " << d.blocks << " blocks, "
+    os << d.rows << " rows in " << d.blocks << " blocks (set-up " << d.setup_seconds * 1e3 << " ms, run "
+       << d.run_seconds * 1e3 << " ms), "
        << (i == s.merge_device ? std::string("merged here") : "sent " + std::to_string(d.partial_groups) + " groups")
        << (d.too_slow ? ", found too slow" : "") << '\n';
   }
