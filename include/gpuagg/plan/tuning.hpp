@@ -14,10 +14,9 @@ inline tuning_plan query_planner::tuning(bool forced) const {
   t.block_rows = tuning_block_rows();
   const std::uint64_t blocks = profile_.rows == 0 ? 0 : (profile_.rows + t.block_rows - 1) / t.block_rows;
   // The entry knows the recorded shape (4-byte keys, one 8-byte accumulator). Its scattered-keys
-  // configurations also hold for 8-byte key words with that accumulator: on the H100 the sweep
-  // of two uint32 key columns (bench/results/h100/composite_sweep.csv) ran them within 3% of
-  // its fastest at 2^10 to 2^24 groups, where the tuner's search on slices settled on
-  // configurations up to 1.7x slower.
+  // configurations were also measured with 8-byte key words and that accumulator (two key
+  // columns: docs/decisions.md), so such queries run them without a search on slices, which
+  // for this shape settles on worse configurations than its start.
   const bool recorded_shape = shape_.bucket_bytes == recorded_bucket_bytes && shape_.key_bytes == recorded_key_bytes;
   const bool wide_scattered = scattered_keys() && shape_.key_bytes == 8 &&
                               shape_.bucket_bytes == recorded_bucket_bytes + 4 &&
