@@ -228,6 +228,30 @@ TEST_CASE("without a hint the sample estimate sizes the table") {
   }
 }
 
+TEST_CASE("the sample tells a dense range of keys from keys spread wider (stats.scattered_keys), exact either way") {
+  const auto rng_seed = fresh_seed();
+  CAPTURE(rng_seed);
+  std::mt19937_64 rng(rng_seed);
+  for (const std::size_t groups : {1'000u, 20'000u}) {
+    CAPTURE(groups);
+    // Keys drawn from a dictionary of random 64-bit keys (the extremes among them): scattered.
+    const auto spread = make_input(200'000, groups, distribution::uniform, rng);
+    const auto r_spread = group_by(spread.keys, spread.vals, sum_count_min);
+    check_equal(r_spread, reference(spread));
+    CHECK(r_spread.stats.scattered_keys);
+    std::ostringstream text;
+    text << r_spread.stats;
+    CHECK(text.str().find("scattered keys") != std::string::npos);
+    // A dense range, away from zero: not scattered.
+    input dense;
+    dense.vals = random_values<std::int64_t>(200'000, rng);
+    for (std::size_t i = 0; i < dense.vals.size(); ++i) dense.keys.push_back(5'000'000'000ULL + rng() % groups);
+    const auto r_dense = group_by(dense.keys, dense.vals, sum_count_min);
+    check_equal(r_dense, reference(dense));
+    CHECK_FALSE(r_dense.stats.scattered_keys);
+  }
+}
+
 TEST_CASE("the default strategy follows section 3.7: WORKGROUPLOCAL while the table fits local memory") {
   const auto rng_seed = fresh_seed();
   CAPTURE(rng_seed);

@@ -57,6 +57,7 @@ struct query_stats {
   gpuagg::estimate_source estimate_source = gpuagg::estimate_source::none;  ///< where expected_groups came from
   double estimate_seconds = 0;          ///< profiled time of the estimate's sketch kernels
   gpuagg::plan_level plan_level = gpuagg::plan_level::generic;  ///< how specific the plan's per-device entry was
+  bool scattered_keys = false;          ///< the sample's keys spread wider than a dense range (plan.hpp)
   std::uint64_t table_capacity = 0;     ///< buckets of the final table
   unsigned table_growths = 0;           ///< times the table grew during the query
   std::uint64_t spilled_entries = 0;    ///< rows or partials merged after a growth
@@ -86,7 +87,8 @@ inline std::ostream& operator<<(std::ostream& os, const query_stats& s) {
   os << s.rows << " rows -> " << s.groups << " groups on " << s.device << "; " << s.blocks.size() << " blocks, last "
      << (s.blocks.empty() ? execution_params{} : s.blocks.back().params) << "; table " << s.table_capacity
      << " buckets, " << s.table_growths << " growths; groups planned " << s.expected_groups << " ("
-     << s.estimate_source << "), plan entry " << to_string(s.plan_level) << "; AGGREGATE " << s.aggregate_seconds * 1e3
+     << s.estimate_source << "), plan entry " << to_string(s.plan_level) << (s.scattered_keys ? ", scattered keys" : "")
+     << "; AGGREGATE " << s.aggregate_seconds * 1e3
      << " ms";
   return os;
 }

@@ -176,6 +176,7 @@ void aggregation_driver<Bound>::make_planner(const detail::sample_profile& sampl
   slice_rows_ = planner_->tuning_block_rows();
   window_ = planner_->window();
   stats_.plan_level = planner_->entry().level;
+  stats_.scattered_keys = planner_->scattered_keys();
 }
 
 }  // namespace gpuagg
