@@ -39,15 +39,12 @@ class block_queue {
     auto& mine = devices_[device];
     if (mine.in_flight.size() >= std::max<std::size_t>(window, 1)) {
       const std::uint64_t done = mine.in_flight.front();
-      if (mine.finished_blocks == 0) {
-        mine.first_finish = now;
-      } else {
+      if (mine.finished_blocks > 0) {
         // The time since the previous finish is this block's: the device kept its slots full.
         const double seconds = std::chrono::duration<double>(now - mine.last_finish).count();
         auto& size_class = done <= min_shared_block_rows ? mine.probes : mine.larger;
         size_class.rows += done;
         size_class.seconds += seconds;
-        mine.finished += done;
       }
       mine.last_finish = now;
       mine.in_flight.pop_front();
@@ -111,8 +108,7 @@ class block_queue {
  private:
   struct member {
     std::uint64_t rows = 0;       // handed out
-    std::uint64_t finished = 0;   // of those, finished after the first (known at later requests)
-    std::size_t finished_blocks = 0;  // finished, the first included
+    std::size_t finished_blocks = 0;  // finished (known at later requests), the first included
     std::size_t blocks = 0;
     std::uint64_t last_rows = 0;      // of the last block handed out
     struct timed {
@@ -122,10 +118,10 @@ class block_queue {
     };
     timed probes;  // finished blocks after the first of at most the floor's rows
     timed larger;  // and of more
+    timed after_first() const { return {probes.rows + larger.rows, probes.seconds + larger.seconds}; }
     bool stopped = false;   // takes no more blocks (too slow for what was left, or sat out)
     bool too_slow = false;  // stopped as slower than min_relative_speed of the fastest
     std::deque<std::uint64_t> in_flight;
-    std::chrono::steady_clock::time_point first_finish;
     std::chrono::steady_clock::time_point last_finish;
   };
 
@@ -149,10 +145,8 @@ class block_queue {
     double fastest_larger = 0;
     for (std::size_t i = 0; i < devices_.size(); ++i) {
       const auto& m = devices_[i];
-      if (m.finished_blocks < 2 || m.finished == 0) continue;
-      const double seconds = std::chrono::duration<double>(m.last_finish - m.first_finish).count();
-      if (seconds <= 0) continue;
-      const double rate = double(m.finished) / seconds;
+      const double rate = m.after_first().rate();
+      if (rate <= 0) continue;
       total += rate;
       fastest_probes = std::max(fastest_probes, m.probes.rate());
       fastest_larger = std::max(fastest_larger, m.larger.rate());
