@@ -332,33 +332,6 @@ run timed_pair_query(context& ctx, const dataset& d, const settings& s, const op
   return r;
 }
 
-/// --keys one64: the same call with one uint64 key column holding the pair's word.
-run timed_one64_query(context& ctx, const dataset& d, const settings& s, const options& opts) {
-  run r;
-  std::uint64_t groups = 0, checksum = 0;
-  if (s.input == "device") {
-    const auto start = std::chrono::steady_clock::now();
-    const auto out = group_by_on_device(device_column<std::uint64_t>(d.keys64_dev, d.rows),
-                                        device_column<std::uint32_t>(d.vals_dev, d.rows), the_query, opts);
-    r.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    r.stats = out.stats;
-    groups = out.size();
-    checksum = groups == d.groups
-                   ? gpuagg_bench::device_checksum<std::uint64_t, std::int64_t>(ctx, out.keys, out.column<0>(), groups)
-                   : 0;
-  } else {
-    const auto start = std::chrono::steady_clock::now();
-    const auto out = s.input == "pinned" ? group_by(d.keys64_pinned, d.vals_pinned, the_query, opts)
-                                         : group_by(d.keys64, d.vals, the_query, opts);
-    r.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    r.stats = out.stats;
-    groups = out.size();
-    for (std::size_t i = 0; i < groups; ++i) checksum += pair_checksum(out.keys[i], std::uint64_t(out.column<0>()[i]));
-  }
-  finish(r, d, groups, checksum);
-  return r;
-}
-
 /// --keys wide: the same call with keys(a, b) of two uint64 columns (the key dictionary's path).
 run timed_wide_query(context& ctx, const dataset& d, const settings& s, const options& opts) {
   run r;
@@ -400,34 +373,42 @@ run timed_wide_query(context& ctx, const dataset& d, const settings& s, const op
   return r;
 }
 
-/// The user's call on this input kind, timed and verified.
-run timed_query(context& ctx, const dataset& d, const settings& s, const options& opts) {
-  if (s.keys == "two") return timed_pair_query(ctx, d, s, opts);
-  if (s.keys == "one64") return timed_one64_query(ctx, d, s, opts);
-  if (s.keys == "wide") return timed_wide_query(ctx, d, s, opts);
+/// The call with one key column of Key (the draw's uint32 keys, or --keys one64's words) held
+/// on the host (`keys`, `pinned`) and on the device (`on_device`), timed and verified.
+template <class Key>
+run timed_single_query(context& ctx, const dataset& d, const settings& s, const options& opts,
+                       const std::vector<Key>& keys, const pinned_array<Key>& pinned, const cl::Buffer& on_device) {
   run r;
   if (s.input == "device") {
     const auto start = std::chrono::steady_clock::now();
-    const auto out = group_by_on_device(device_column<std::uint32_t>(d.keys_dev, d.rows),
+    const auto out = group_by_on_device(device_column<Key>(on_device, d.rows),
                                         device_column<std::uint32_t>(d.vals_dev, d.rows), the_query, opts);
     r.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     r.stats = out.stats;
     const std::uint64_t checksum =
         out.size() == d.groups
-            ? gpuagg_bench::device_checksum<std::uint32_t, std::int64_t>(ctx, out.keys, out.column<0>(), out.size())
+            ? gpuagg_bench::device_checksum<Key, std::int64_t>(ctx, out.keys, out.template column<0>(), out.size())
             : 0;
     finish(r, d, out.size(), checksum);
   } else {
     const auto start = std::chrono::steady_clock::now();
-    const auto out = s.input == "pinned" ? group_by(d.keys_pinned, d.vals_pinned, the_query, opts)
-                                         : group_by(d.keys, d.vals, the_query, opts);
+    const auto out = s.input == "pinned" ? group_by(pinned, d.vals_pinned, the_query, opts)
+                                         : group_by(keys, d.vals, the_query, opts);
     r.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     r.stats = out.stats;
     std::uint64_t sum = 0;
-    for (std::size_t i = 0; i < out.size(); ++i) sum += pair_checksum(out.keys[i], std::uint64_t(out.column<0>()[i]));
+    for (std::size_t i = 0; i < out.size(); ++i) sum += pair_checksum(out.keys[i], std::uint64_t(out.template column<0>()[i]));
     finish(r, d, out.size(), sum);
   }
   return r;
+}
+
+/// The user's call on this input kind, timed and verified.
+run timed_query(context& ctx, const dataset& d, const settings& s, const options& opts) {
+  if (s.keys == "two") return timed_pair_query(ctx, d, s, opts);
+  if (s.keys == "wide") return timed_wide_query(ctx, d, s, opts);
+  if (s.keys == "one64") return timed_single_query(ctx, d, s, opts, d.keys64, d.keys64_pinned, d.keys64_dev);
+  return timed_single_query(ctx, d, s, opts, d.keys, d.keys_pinned, d.keys_dev);
 }
 
 /// The CSVs' distribution: the draw's, or "scattered" for its keys spread by --keys scattered
@@ -587,19 +568,14 @@ int main(int argc, char** argv) {
       const cl::Buffer probe_words = ctx.buffer(8, "probe");
       const auto probe_u32 = device_column<std::uint32_t>(probe_words, 1);
       const auto probe_u64 = device_column<std::uint64_t>(probe_words, 1);
-      std::function<bool(const execution_params&)> feasible;
-      if (s.keys == "two") {
-        feasible = [p = std::shared_ptr(make_driver(keys(probe_u32, probe_u32), probe_u32, the_query, hinted))](
-                       const execution_params& e) { return p->feasible(e); };
-      } else if (s.keys == "one64") {
-        feasible = [p = std::shared_ptr(make_driver(probe_u64, probe_u32, the_query, hinted))](const execution_params& e) {
-          return p->feasible(e);
-        };
-      } else {
-        feasible = [p = std::shared_ptr(make_driver(probe_u32, probe_u32, the_query, hinted))](const execution_params& e) {
-          return p->feasible(e);
-        };
-      }
+      const auto feasible_on = [](auto probe) {
+        return std::function<bool(const execution_params&)>(
+            [p = std::shared_ptr(std::move(probe))](const execution_params& e) { return p->feasible(e); });
+      };
+      const auto feasible =
+          s.keys == "two"     ? feasible_on(make_driver(keys(probe_u32, probe_u32), probe_u32, the_query, hinted))
+          : s.keys == "one64" ? feasible_on(make_driver(probe_u64, probe_u32, the_query, hinted))
+                              : feasible_on(make_driver(probe_u32, probe_u32, the_query, hinted));
       std::optional<execution_params> best;
       double best_wall = 0;
       for (const auto& params : sweep_grid(s.sweep)) {

@@ -142,7 +142,8 @@ int main(int argc, char** argv) {
       std::string spec = item;
       if (const auto at = spec.find("+c"); at != std::string::npos) {  // +c<N>: N local table copies
         v.opts.local_table_copies = static_cast<std::uint32_t>(std::stoul(spec.substr(at + 2)));
-        spec.erase(at, spec.find('+', at + 1) == std::string::npos ? std::string::npos : spec.find('+', at + 1) - at);
+        const auto next = spec.find('+', at + 1);  // the "+p" after it, if any, stays
+        spec.erase(at, next == std::string::npos ? std::string::npos : next - at);
       }
       if (spec.size() >= 2 && spec.substr(spec.size() - 2) == "+p") {
         v.opts.private_groups = true;

@@ -2,7 +2,8 @@
 // The key sample's profile, on the host: the sample's key frequencies (the group estimate's
 // first stage, estimate.hpp), its most frequent keys (the skew the default strategy, the run
 // cache and the hot-key table follow), its runs of equal keys (the configurations for sorted
-// input) and its keys' range (those for scattered keys). The driver takes the sample (driver/group_estimate.hpp); this is pure host code.
+// input) and its keys' range (those for scattered keys). The driver takes the sample
+// (driver/group_estimate.hpp); this is pure host code.
 
 #include <algorithm>
 #include <cmath>
