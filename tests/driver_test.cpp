@@ -58,6 +58,67 @@ TEST_CASE("a too-small hint grows the table and loses no group") {
   }
 }
 
+TEST_CASE("device input: a spill area sized for the table; when it overflows the query runs again, exact") {
+  // group_by on device input sizes its spill area for the table (a quarter of its buckets, at
+  // least 4096), not for every row in flight. A hint wrong by four orders of magnitude fills the
+  // table at once, the rows of 8 Ki-row blocks overflow the spill area, and the query runs
+  // again with a spill area for every row in flight: exact, one restart. Host input, and a
+  // driver the caller steps (make_driver), keep the spill area for every row in flight.
+  const auto seed = fresh_seed();
+  CAPTURE(seed);
+  std::mt19937_64 rng(seed);
+  context& c = ctx();
+  for (const auto strategy : all_strategies) {
+    for (const auto d : {distribution::uniform, distribution::all_distinct}) {
+      CAPTURE(strategy);
+      const std::string distribution_shown = name(d);
+      CAPTURE(distribution_shown);
+      const auto in = make_input(60'000, 2'000, d, rng);
+      const auto expected = reference(in);
+      cl::Buffer k(c.cl_context(), CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, in.keys.size() * 8,
+                   const_cast<std::uint64_t*>(in.keys.data()));
+      cl::Buffer v(c.cl_context(), CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, in.vals.size() * 8,
+                   const_cast<std::int64_t*>(in.vals.data()));
+      const auto keys = device_column<std::uint64_t>(k, in.keys.size());
+      const auto vals = device_column<std::int64_t>(v, in.vals.size());
+      options opts;
+      opts.strategy = strategy;
+      opts.config = launch_config{2, 64};
+      opts.block_bytes = 64 << 10;  // 8 Ki rows a block, 16 Ki in flight
+
+      const auto planned = group_by(keys, vals, sum_count_min, opts);  // no hint: the estimate
+      check_equal(planned, expected);
+      CHECK(planned.stats.spill_restarts == 0);
+      REQUIRE(planned.stats.table_growths == 0);  // the first table: the one the spill area is sized for
+      CHECK(planned.stats.spill_capacity ==
+            std::min<std::uint64_t>(16384, std::max<std::uint64_t>(planned.stats.table_capacity / 4, 4096)));
+      if (d == distribution::uniform) {
+        CHECK(planned.stats.spill_capacity == 4096);  // 2,000 groups
+        // Twice the table, and the estimate's sketch registers: the spill area of 16 Ki rows
+        // in flight (512 KiB) would not fit. (INDEPENDENT adds its private tables.)
+        if (strategy != strategy_kind::independent) {
+          CHECK(planned.stats.peak_device_bytes <=
+                2 * (planned.stats.table_capacity + 1) * sum_count_min_bound::bucket_bytes + (128 << 10) + 1024);
+        }
+      }
+
+      opts.expected_groups = 1;
+      const auto wrong = group_by(keys, vals, sum_count_min, opts);
+      check_equal(wrong, expected);
+      CHECK(wrong.stats.spill_restarts == 1);
+      CHECK(wrong.stats.spill_capacity == 16384);  // the run again: every row in flight
+      CHECK(wrong.stats.table_growths >= 1);
+
+      const auto stepped = make_driver(keys, vals, sum_count_min, opts);
+      CHECK(stepped->stats().spill_capacity == 16384);
+      const auto host = group_by(in.keys, in.vals, sum_count_min, opts);
+      check_equal(host, expected);
+      CHECK(host.stats.spill_restarts == 0);
+      CHECK(host.stats.spill_capacity == 16384);
+    }
+  }
+}
+
 TEST_CASE("the table grows between blocks when it passes the load factor") {
   const auto rng_seed = fresh_seed();
   CAPTURE(rng_seed);

@@ -253,6 +253,43 @@ TEST_CASE("the table: growth sized by the new groups, not the spilled rows; part
   CHECK_THROWS_AS(p.table_capacity_for(std::uint64_t{1} << 31), out_of_memory_error);
 }
 
+TEST_CASE("the spill area: every row in flight, or for a restartable query on device input a quarter of the table") {
+  // Not restartable (a driver the caller steps): the spill area holds the blocks in flight,
+  // and device blocks shrink to keep it within 1 GiB (12-byte buckets, two blocks in flight).
+  const auto stepped = plan(h100(), uniform_input(1 << 10));
+  CHECK_FALSE(stepped.compact_spill());
+  CHECK(stepped.block_rows() == (std::size_t{1} << 30) / 24);
+  CHECK(stepped.spill_capacity(2048) == std::uint64_t{stepped.block_rows()} * 2);
+  // Restartable on device input: 256 MiB blocks, a spill area of a quarter of the table, 4096
+  // at least.
+  auto profile = uniform_input(1 << 10);
+  profile.restartable = true;
+  const auto compact = plan(h100(), profile);
+  CHECK(compact.compact_spill());
+  CHECK(compact.block_rows() == (std::size_t{256} << 20) / 4);
+  CHECK(compact.spill_capacity(2048) == 4096);
+  CHECK(compact.spill_capacity(std::uint64_t{1} << 25) == std::uint64_t{1} << 23);
+  // A partitioned first table (2^24 groups: 2^25 16-byte buckets, 512 MiB): blocks whose copy
+  // of 8-byte rows takes half of it; at 2^22 groups (96 MiB) 2^25 rows, the least.
+  auto large = uniform_input(1 << 24);
+  large.restartable = true;
+  const auto partitioned = plan(h100(), large);
+  REQUIRE(partitioned.partitions(std::uint64_t{1} << 26, std::uint64_t{1} << 25, true) > 1);
+  CHECK(partitioned.block_rows() == ((std::uint64_t{1} << 25) + 1) * 16 / 2 / 8);
+  large.expected_groups = 1 << 22;
+  CHECK(plan(h100(), large).block_rows() == std::uint64_t{1} << 25);
+  // Never more than the rows in flight: a block_bytes of 64 KiB (16 Ki rows) and two in flight.
+  options small;
+  small.block_bytes = 64 << 10;
+  CHECK(plan(h100(), profile, small).spill_capacity(std::uint64_t{1} << 25) == 32768);
+  // Host input is not run again (its input would be copied twice): every row in flight.
+  auto host = uniform_input(1 << 10, std::uint64_t{1} << 27, false);
+  host.restartable = true;
+  const auto from_host = plan(h100(), host);
+  CHECK_FALSE(from_host.compact_spill());
+  CHECK(from_host.spill_capacity(2048) == std::uint64_t{from_host.block_rows()} * 2);
+}
+
 TEST_CASE("skewed keys: the hot-key table for frequent keys, and for one dominant key SHARED or a partial local table") {
   // One key holds half the rows, 2^16 groups: SHARED with the key in the hot-key table; without
   // that table, on the H100 (whose entry was measured) SHARED, on an unknown GPU WORKGROUPLOCAL

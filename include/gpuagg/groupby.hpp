@@ -149,20 +149,42 @@ std::vector<column_data> column_list(const key_columns_ref<KeyColumns...>& keys,
   return list;
 }
 
-}  // namespace detail
-
-/// The driver of one query, for stepping block by block (the tuner, benchmarks, several devices).
-/// It reads the columns as it runs, after this call returns: they must outlive the driver.
 template <class Query, key_input KeyColumn, class Values>
-auto make_driver(const KeyColumn& keys, const Values& values, Query, const options& opts = {}) {
-  const auto& tuple = detail::as_value_tuple(values);
-  using bound = typename detail::bound_for<KeyColumn, Query, std::remove_cvref_t<decltype(tuple)>>::type;
+auto make_driver(const KeyColumn& keys, const Values& values, const options& opts, bool restartable) {
+  const auto& tuple = as_value_tuple(values);
+  using bound = typename bound_for<KeyColumn, Query, std::remove_cvref_t<decltype(tuple)>>::type;
   if constexpr (bound::scheme::is_identity) {
     // The domain's bounds may be any integers; only here is the key type they must fit known.
     if (opts.domain) opts.domain->check<typename bound::key::domain_type>();
   }
   context& ctx = opts.ctx ? *opts.ctx : default_context();
-  return std::make_unique<aggregation_driver<bound>>(ctx, opts, detail::column_list(keys, tuple));
+  return std::make_unique<aggregation_driver<bound>>(ctx, opts, column_list(keys, tuple), restartable);
+}
+
+/// Runs one query through `attempt(restartable)` (make a driver, run it, finish its result):
+/// first with a spill area sized for the table (query_planner::compact_spill), and, should that
+/// overflow, once more with one that holds every row in flight. The result's stats are the
+/// second run's, with the restart counted and the first run's time in wall_seconds.
+template <class Attempt>
+auto with_spill_restart(Attempt&& attempt) {
+  try {
+    return attempt(true);
+  } catch (const spill_overflow& overflow) {
+    auto again = attempt(false);
+    again.stats.spill_restarts += 1;
+    again.stats.wall_seconds += overflow.seconds;
+    return again;
+  }
+}
+
+}  // namespace detail
+
+/// The driver of one query, for stepping block by block (the tuner, benchmarks, several devices).
+/// It reads the columns as it runs, after this call returns: they must outlive the driver. Its
+/// spill area holds every row in flight: a driver the caller steps cannot be run again.
+template <class Query, key_input KeyColumn, class Values>
+auto make_driver(const KeyColumn& keys, const Values& values, Query, const options& opts = {}) {
+  return detail::make_driver<Query>(keys, values, opts, false);
 }
 
 /// A temporary std::vector would be gone before the driver reads it: not allowed.
@@ -245,11 +267,14 @@ auto group_by(const KeyColumn& keys, const Values& values, Query query, const op
                                    return group_by(ids, values, typename detail::query_over_ids<Query>::type{}, by_id);
                                  });
   } else {
-    auto driver = make_driver(keys, values, query, opts);
-    using bound = typename std::remove_reference_t<decltype(*driver)>::bound_type;
-    using finisher = detail::host_result_for<typename bound::key::value_type, typename bound::output_tuple>;
-    detail::run_query<tuner_params{}>(*driver, opts);
-    return finisher::finalize(*driver);
+    (void)query;
+    return detail::with_spill_restart([&](bool restartable) {
+      auto driver = detail::make_driver<Query>(keys, values, opts, restartable);
+      using bound = typename std::remove_reference_t<decltype(*driver)>::bound_type;
+      using finisher = detail::host_result_for<typename bound::key::value_type, typename bound::output_tuple>;
+      detail::run_query<tuner_params{}>(*driver, opts);
+      return finisher::finalize(*driver);
+    });
   }
 }
 
@@ -275,11 +300,14 @@ auto group_by_on_device(const KeyColumn& keys, const Values& values, Query query
                                                              typename detail::query_over_ids<Query>::type{}, by_id);
                                  });
   } else {
-    auto driver = make_driver(keys, values, query, opts);
-    using bound = typename std::remove_reference_t<decltype(*driver)>::bound_type;
-    using finisher = detail::host_result_for<typename bound::key::value_type, typename bound::output_tuple>;
-    detail::run_query<tuner_params{}>(*driver, opts);
-    return finisher::finalize_on_device(*driver);
+    (void)query;
+    return detail::with_spill_restart([&](bool restartable) {
+      auto driver = detail::make_driver<Query>(keys, values, opts, restartable);
+      using bound = typename std::remove_reference_t<decltype(*driver)>::bound_type;
+      using finisher = detail::host_result_for<typename bound::key::value_type, typename bound::output_tuple>;
+      detail::run_query<tuner_params{}>(*driver, opts);
+      return finisher::finalize_on_device(*driver);
+    });
   }
 }
 

@@ -12,7 +12,8 @@
 //   how big a table            plan/table_size.hpp       table_capacity_for, initial_table_capacity,
 //                                                        grown_capacity, interleaved, partitions,
 //                                                        local_capacity, private_capacity
-//   how big a block            plan/blocks.hpp           block_rows, tuning_block_rows
+//   how big a block            plan/blocks.hpp           block_rows, tuning_block_rows,
+//   and a spill area                                     spill_capacity
 //   which strategy and         plan/strategy_choice.hpp  default_params, initial_config (the
 //   thread configuration                                 entry's configurations, plan_data.hpp),
 //                                                        feasibility (each strategy's own rule
@@ -138,9 +139,26 @@ class query_planner {
 
   /// Rows per block, per the widest column: options' `block_bytes`; else 16 MiB for host input
   /// (section 2.1: large enough to hide a launch, small enough to overlap the next transfer); for
-  /// device input large blocks (fewer launches and per-work-group merges), up to 256 MiB as long
-  /// as the spill area of the blocks in flight stays within min(1 GiB, 1/32 of device memory).
+  /// device input large blocks (fewer launches and per-work-group merges) of 256 MiB: where
+  /// the spill area must hold every row in flight (compact_spill false), only as many as keep
+  /// it within min(1 GiB, 1/32 of device memory); where the first table is partitioned, only as
+  /// many as PARTITION's copy of a block keeps within half the table's bytes, 2^25 at least.
   std::size_t block_rows() const;
+
+  /// Whether the spill area is sized for the table instead of for every row in flight: for a
+  /// restartable query (input_profile::restartable) on device input. A row the table cannot
+  /// take goes to the spill area; one that finds it full is dropped and the query marked, and
+  /// its caller runs it again with compact_spill false (the estimate must have been far too
+  /// low: the table fills before the driver can grow it between blocks). Host input keeps the
+  /// full spill area: running it again would copy the whole input again.
+  bool compact_spill() const noexcept { return profile_.restartable && profile_.on_device; }
+
+  /// Entries of the spill area for a first table of `table_capacity` buckets: every row of the
+  /// blocks in flight (block_rows() x window()); with compact_spill(), a quarter of the table's
+  /// buckets (at least 4096, at most that): a table sized from an estimate within 2x of the
+  /// groups seldom spills at all, and one that fills long before its growth spills more rows
+  /// than any spill area short of the rows in flight holds, so the query runs again.
+  std::uint64_t spill_capacity(std::uint64_t table_capacity) const;
 
   /// Rows of each block the tuner measures: the 16 MiB blocks the paper tunes with (section 3.1),
   /// for device input too, where they are slices of the large blocks (blocks are a unit of

@@ -61,6 +61,10 @@ struct query_stats {
   std::uint64_t table_capacity = 0;     ///< buckets of the final table
   unsigned table_growths = 0;           ///< times the table grew during the query
   std::uint64_t spilled_entries = 0;    ///< rows or partials merged after a growth
+  std::uint64_t spill_capacity = 0;     ///< entries of the spill area (query_planner::spill_capacity)
+  /// Times the query ran again because its spill area overflowed (query_planner::compact_spill):
+  /// its time is in wall_seconds, its other figures are those of the run that finished.
+  unsigned spill_restarts = 0;
   std::vector<block_record> blocks;     ///< every AGGREGATE launch, in order
   double aggregate_seconds = 0;         ///< sum of profiled AGGREGATE times
   double partition_seconds = 0;         ///< sum of profiled PARTITION times (tables larger than the cache)
@@ -86,7 +90,8 @@ struct query_stats {
 inline std::ostream& operator<<(std::ostream& os, const query_stats& s) {
   os << s.rows << " rows -> " << s.groups << " groups on " << s.device << "; " << s.blocks.size() << " blocks, last "
      << (s.blocks.empty() ? execution_params{} : s.blocks.back().params) << "; table " << s.table_capacity
-     << " buckets, " << s.table_growths << " growths; groups planned " << s.expected_groups << " ("
+     << " buckets, " << s.table_growths << " growths"
+     << (s.spill_restarts ? ", run again after its spill area overflowed" : "") << "; groups planned " << s.expected_groups << " ("
      << s.estimate_source << "), plan entry " << to_string(s.plan_level) << (s.scattered_keys ? ", scattered keys" : "")
      << "; AGGREGATE " << s.aggregate_seconds * 1e3
      << " ms";

@@ -88,11 +88,20 @@ class phase_clock {
   std::chrono::steady_clock::time_point start_;
 };
 
+/// Thrown by a restartable driver whose spill area overflowed (rows were dropped, so its table
+/// is no answer): its caller runs the query again with a spill area for every row in flight.
+/// Never reaches the user (groupby.hpp catches it); not a gpuagg::error, so no handler of those
+/// takes it for one.
+struct spill_overflow {
+  std::uint64_t planned_groups = 0;  ///< the groups the failed run planned for
+  double seconds = 0;                ///< its host time until the overflow was found
+};
+
 // The query's counters (kernels/library.hpp: META_*).
 inline constexpr std::size_t meta_groups = 0;   ///< buckets claimed in the global table
 inline constexpr std::size_t meta_special = 1;  ///< the EMPTY_KEY bucket is in use
 inline constexpr std::size_t meta_spilled = 2;  ///< entries in the spill area
-inline constexpr std::size_t meta_lost = 3;     ///< the spill area overflowed (never, by its size)
+inline constexpr std::size_t meta_lost = 3;     ///< the spill area overflowed: rows were dropped
 inline constexpr std::size_t meta_words = 4;
 inline constexpr std::uint32_t max_partitions = 1024;  // kernels/partition.hpp: GPUAGG_MAX_PARTS
 
@@ -135,7 +144,11 @@ class aggregation_driver {
 
   /// `columns`: the key column, then the value columns, all of `rows` rows, all on the host or
   /// all on the device.
-  aggregation_driver(context& ctx, const options& opts, std::vector<detail::column_data> columns);
+  /// `restartable`: the caller runs the query again (with restartable false) when it throws
+  /// detail::spill_overflow, so the plan may size the spill area for the table
+  /// (query_planner::compact_spill).
+  aggregation_driver(context& ctx, const options& opts, std::vector<detail::column_data> columns,
+                     bool restartable = false);
   aggregation_driver(const aggregation_driver&) = delete;
   aggregation_driver& operator=(const aggregation_driver&) = delete;
   ~aggregation_driver();
@@ -344,6 +357,9 @@ class aggregation_driver {
   // ---- the table and the counters (driver/table.hpp) ----
   table_buffers make_table(std::uint64_t capacity);
   std::uint64_t table_bytes(const table_buffers& t) const;
+  /// Gives back what only blocks use (the spill area, PARTITION's copy, INDEPENDENT's private
+  /// tables, host input's device blocks) once every block has completed.
+  void release_block_buffers();
   std::array<cl_ulong, detail::meta_words> read_meta();
   std::array<cl_ulong, detail::meta_words> read_meta_settled();
   void clear_meta(std::size_t first, std::size_t words, const char* what);
@@ -378,6 +394,9 @@ class aggregation_driver {
   // ---- growth (driver/growth.hpp) ----
   void grow(std::uint64_t incoming_groups = 0);
   std::uint64_t spilled_groups(std::uint64_t spilled);
+  /// The spill area overflowed: detail::spill_overflow for a restartable driver, else an
+  /// internal error (the full spill area holds every row in flight).
+  [[noreturn]] void spill_overflowed() const;
   void merge(const table_buffers& source, std::uint64_t entries, std::uint64_t table_entries);
 
   // ---- FINALIZE (driver/finalize.hpp) ----
@@ -392,6 +411,7 @@ class aggregation_driver {
   std::chrono::steady_clock::time_point started_;
   std::uint64_t rows_ = 0;
   bool on_device_ = false;
+  bool restartable_ = false;
   std::size_t block_rows_ = 0;
   std::size_t slice_rows_ = 0;     // rows of run_block()'s blocks (the tuner's)
   std::uint64_t next_row_ = 0;     // the first row not yet enqueued

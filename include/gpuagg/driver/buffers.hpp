@@ -98,6 +98,37 @@ void aggregation_driver<Bound>::make_staging() {
   }
 }
 
+/// FINALIZE's result buffers come from the same pool: given back first, the block buffers make
+/// the query's peak the larger of its blocks' working set and its table with the result, not
+/// their sum.
+template <class Bound>
+void aggregation_driver<Bound>::release_block_buffers() {
+  for (table_buffers* t : {&spill_, &private_}) {
+    if (!t->keys()) continue;
+    release(table_bytes(*t));
+    recycle(*t);
+    *t = table_buffers{};
+  }
+  if (!partition_kernels_.empty()) {
+    for (std::size_t c = 0; c < partition_inputs_.size(); ++c) {
+      release(std::uint64_t(block_rows_) * columns_[c].element_size);
+      recycle(partition_inputs_[c]);
+    }
+    release(partition_tiles_ * detail::max_partitions * sizeof(cl_uint) + detail::max_partitions * sizeof(cl_uint) +
+            sizeof(cl_uint));
+    for (const cl::Buffer* b : {&partition_counts_, &partition_bases_, &partition_total_}) recycle(*b);
+    partition_inputs_.clear();
+    partition_kernels_.clear();  // PARTITION's first use makes them again (a finished query has none)
+  }
+  for (auto& slot : staging_) {
+    for (std::size_t c = 0; c < slot.device.size(); ++c) {
+      release(std::uint64_t(block_rows_) * columns_[c].element_size);
+      recycle(slot.device[c]);
+    }
+    slot.device.clear();
+  }
+}
+
 /// INDEPENDENT's private tables, of at least `buckets` buckets in all (kept for the next block).
 template <class Bound>
 detail::kernels::table_arg<cl::Buffer> aggregation_driver<Bound>::private_tables(std::uint64_t buckets) {

@@ -127,6 +127,7 @@ auto aggregation_driver<Bound>::enqueue_finalize(device_result<typename key_poli
   const std::uint64_t groups = known_meta_[detail::meta_groups] + (known_meta_[detail::meta_special] ? 1 : 0);
   const std::size_t n = static_cast<std::size_t>(std::max<std::uint64_t>(groups, 1));
   out.size_ = groups;
+  release_block_buffers();  // every block has completed (the finalize_* callers ran them all)
   const auto result_buffer = [&](std::uint64_t bytes, const char* what) {
     return owned ? allocate_owned(bytes, what) : allocate(bytes, what);
   };

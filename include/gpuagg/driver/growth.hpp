@@ -21,7 +21,7 @@ void aggregation_driver<Bound>::grow(std::uint64_t incoming_groups) {
   const detail::phase_clock clock(stats_.host.growth);
   detail::check(ctx_.compute_queue().finish(), "waiting for AGGREGATE");
   auto meta = read_meta();
-  if (meta[detail::meta_lost]) throw error("internal error: the spill area overflowed");
+  if (meta[detail::meta_lost]) spill_overflowed();
   const std::uint64_t groups = meta[detail::meta_groups];
   const std::uint64_t spilled = meta[detail::meta_spilled];
   const std::uint64_t capacity =
@@ -43,6 +43,15 @@ void aggregation_driver<Bound>::grow(std::uint64_t incoming_groups) {
   stats_.spilled_entries += spilled;
   ++stats_.table_growths;
   ++generation_;
+}
+
+template <class Bound>
+void aggregation_driver<Bound>::spill_overflowed() const {
+  if (restartable_) {
+    throw detail::spill_overflow{planner_->planned_groups(),
+                                 std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count()};
+  }
+  throw error("internal error: the spill area overflowed");
 }
 
 /// The distinct keys among the spill area's first `spilled` entries: their count where few,

@@ -201,15 +201,18 @@ double aggregation_driver<Bound>::complete(pending_block& block) {
   const double seconds = aggregate + partition;
   if (block.generation != generation_) return seconds;  // a growth since has accounted for it
   const cl_ulong* meta = meta_mirror_ + block.slot * detail::meta_words;
-  if (meta[detail::meta_lost]) throw error("internal error: the spill area overflowed");
-  std::copy(meta, meta + detail::meta_words, known_meta_.begin());
-  planner_->observe_groups(meta[detail::meta_groups]);
-  if (meta[detail::meta_spilled] > 0) {
-    if constexpr (identity_scheme) {
+  if constexpr (identity_scheme) {
+    // Direct addressing spills only keys outside the domain (before any overflow matters).
+    if (meta[detail::meta_spilled] > 0) {
       throw key_out_of_domain_error("a key lies outside the domain [min, min + " +
                                     std::to_string(opts_.domain->size - 1) +
                                     "] given for direct_addressing; widen options::domain or use hashing<>");
     }
+  }
+  if (meta[detail::meta_lost]) spill_overflowed();
+  std::copy(meta, meta + detail::meta_words, known_meta_.begin());
+  planner_->observe_groups(meta[detail::meta_groups]);
+  if (meta[detail::meta_spilled] > 0) {
     grow();
   } else if (!identity_scheme && (next_row_ < rows_ || shared_rows_) &&
              double(meta[detail::meta_groups]) > opts_.max_load_factor * double(table_.capacity)) {

@@ -15,14 +15,20 @@
 namespace gpuagg {
 
 template <class Bound>
-aggregation_driver<Bound>::aggregation_driver(context& ctx, const options& opts, std::vector<detail::column_data> columns)
-    : ctx_(ctx), opts_(opts), columns_(std::move(columns)), started_(std::chrono::steady_clock::now()) {
+aggregation_driver<Bound>::aggregation_driver(context& ctx, const options& opts, std::vector<detail::column_data> columns,
+                                              bool restartable)
+    : ctx_(ctx), opts_(opts), columns_(std::move(columns)), started_(std::chrono::steady_clock::now()),
+      restartable_(restartable) {
   validate();
   rows_ = columns_.front().rows;
   on_device_ = columns_.front().on_device();
   std::uint32_t widest = 1;
-  for (const auto& c : columns_) widest = std::max<std::uint32_t>(widest, static_cast<std::uint32_t>(c.element_size));
-  shape_ = query_shape::of<Bound>(widest, identity_scheme ? opts_.domain->size : 0);
+  std::uint32_t row = 0;
+  for (const auto& c : columns_) {
+    widest = std::max<std::uint32_t>(widest, static_cast<std::uint32_t>(c.element_size));
+    row += static_cast<std::uint32_t>(c.element_size);
+  }
+  shape_ = query_shape::of<Bound>(widest, row, identity_scheme ? opts_.domain->size : 0);
   stats_.device = ctx_.info().name;
   stats_.rows = rows_;
   builds_before_ = ctx_.programs_built();
@@ -114,8 +120,9 @@ void aggregation_driver<Bound>::setup() {
   home_program_ = program({planner_->default_params().strategy});
   programs.stop();
   make_table_and_counters(capacity);
-  spill_capacity_ = static_cast<std::uint64_t>(block_rows_) * window_;
+  spill_capacity_ = planner_->spill_capacity(capacity);
   if (spill_capacity_ >= (std::uint64_t{1} << 32)) throw invalid_argument_error("block_bytes is too large");
+  stats_.spill_capacity = spill_capacity_;
   spill_ = make_buffers(spill_capacity_, "the spill area");
   if (!on_device_) make_staging();
 }
@@ -169,6 +176,7 @@ void aggregation_driver<Bound>::make_planner(const detail::sample_profile& sampl
   profile.runs_share = sample.runs_share;
   profile.key_span = profile.sampled ? double(sample.highest - sample.lowest) + 1 : 0;
   profile.sample_size = sample.sample_size;
+  profile.restartable = restartable_;
   for (const auto& [key, count] : sample.frequent) profile.frequent_counts.push_back(count);
   planner_.emplace(ctx_.info(), shape_, std::move(profile), opts_,
                    [this](const kernel_variant& variant) { return kernel_limit(variant); });

@@ -34,29 +34,8 @@ __kernel void gpuagg_sample(KEY_PARAMS, const ulong first, const ulong stride, c
 // counts[1] += equal.
 // A register is read (a cacheable read: a stale value only costs an atomic that changes
 // nothing) before its atomic: ranks saturate, so most rows only read.
-// Each work item has four rows in flight (their key loads, then their registers' reads, then
-// the atomics that raise them): with one, a work item waits on a key load and then on a
-// dependent register read, and the whole grid's loads in flight do not cover the memory's
-// latency, so a sketch of every key ran at a fraction of the bandwidth.
 // Two kernels: gpuagg_sketch reads the key columns; gpuagg_sketch_words reads table words (the
 // spill area's keys, whose distinct count sizes a growth).
-#define GPUAGG_SKETCH_SLOT(key, index, rank) \
-  const ulong h##index = gpuagg_sketch_hash((ulong)(key)); \
-  const uint index = (uint)(h##index >> (64u - GPUAGG_SKETCH_P)); \
-  const ulong rest##index = h##index << GPUAGG_SKETCH_P; \
-  const uint rank = rest##index == 0ul ? GPUAGG_SKETCH_MAX_RANK : (uint)clz(rest##index) + 1u;
-#define GPUAGG_SKETCH_SAMPLED(LOAD, i, row, index, rank) \
-  if (sampled != 0u) { \
-    const uint sub = (1u << GPUAGG_SKETCH_P) + (index); \
-    if (((i) & 3ul) == 0ul && cached[sub] < (rank)) atomic_max(regs + sub, (rank)); \
-    if ((i) % every == 0ul) { \
-      const ulong at = (row) + gpuagg_sample_offset((i), stride); \
-      if (at + 1ul < rows_end) { \
-        ++pairs; \
-        equal += LOAD(at + 1ul) == LOAD(at) ? 1u : 0u; \
-      } \
-    } \
-  }
 #define GPUAGG_DEFINE_SKETCH(NAME, INPUT_PARAMS, LOAD) \
 __kernel void NAME(INPUT_PARAMS, const ulong first, const ulong stride, const ulong n, const ulong rows_end, \
                    const uint sampled, __global uint* regs, __global ulong* restrict counts, \
@@ -65,40 +44,25 @@ __kernel void NAME(INPUT_PARAMS, const ulong first, const ulong stride, const ul
   uint pairs = 0u; \
   uint equal = 0u; \
   const ulong every = gpuagg_compare_every(n); \
-  const ulong step = get_global_size(0); \
-  ulong i = get_global_id(0); \
-  for (; i + 3ul * step < n; i += 4ul * step) { \
-    const ulong row0 = first + i * stride; \
-    const ulong row1 = first + (i + step) * stride; \
-    const ulong row2 = first + (i + 2ul * step) * stride; \
-    const ulong row3 = first + (i + 3ul * step) * stride; \
-    const KEY_T key0 = LOAD(row0); \
-    const KEY_T key1 = LOAD(row1); \
-    const KEY_T key2 = LOAD(row2); \
-    const KEY_T key3 = LOAD(row3); \
-    GPUAGG_SKETCH_SLOT(key0, x0, r0) \
-    GPUAGG_SKETCH_SLOT(key1, x1, r1) \
-    GPUAGG_SKETCH_SLOT(key2, x2, r2) \
-    GPUAGG_SKETCH_SLOT(key3, x3, r3) \
-    const uint c0 = cached[x0]; \
-    const uint c1 = cached[x1]; \
-    const uint c2 = cached[x2]; \
-    const uint c3 = cached[x3]; \
-    if (c0 < r0) atomic_max(regs + x0, r0); \
-    if (c1 < r1) atomic_max(regs + x1, r1); \
-    if (c2 < r2) atomic_max(regs + x2, r2); \
-    if (c3 < r3) atomic_max(regs + x3, r3); \
-    GPUAGG_SKETCH_SAMPLED(LOAD, i, row0, x0, r0) \
-    GPUAGG_SKETCH_SAMPLED(LOAD, i + step, row1, x1, r1) \
-    GPUAGG_SKETCH_SAMPLED(LOAD, i + 2ul * step, row2, x2, r2) \
-    GPUAGG_SKETCH_SAMPLED(LOAD, i + 3ul * step, row3, x3, r3) \
-  } \
-  for (; i < n; i += step) { \
+  for (ulong i = get_global_id(0); i < n; i += get_global_size(0)) { \
     const ulong row = first + i * stride; \
     const KEY_T key = LOAD(row); \
-    GPUAGG_SKETCH_SLOT(key, x, r) \
-    if (cached[x] < r) atomic_max(regs + x, r); \
-    GPUAGG_SKETCH_SAMPLED(LOAD, i, row, x, r) \
+    const ulong h = gpuagg_sketch_hash((ulong)key); \
+    const uint index = (uint)(h >> (64u - GPUAGG_SKETCH_P)); \
+    const ulong rest = h << GPUAGG_SKETCH_P; \
+    const uint rank = rest == 0ul ? GPUAGG_SKETCH_MAX_RANK : (uint)clz(rest) + 1u; \
+    if (cached[index] < rank) atomic_max(regs + index, rank); \
+    if (sampled != 0u) { \
+      const uint sub = (1u << GPUAGG_SKETCH_P) + index; \
+      if ((i & 3ul) == 0ul && cached[sub] < rank) atomic_max(regs + sub, rank); \
+      if (i % every == 0ul) { \
+        const ulong at = row + gpuagg_sample_offset(i, stride); \
+        if (at + 1ul < rows_end) { \
+          ++pairs; \
+          equal += LOAD(at + 1ul) == LOAD(at) ? 1u : 0u; \
+        } \
+      } \
+    } \
   } \
   if (sampled == 0u) return; \
   const uint lid = get_local_id(0); \

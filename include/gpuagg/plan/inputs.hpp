@@ -19,17 +19,20 @@ struct query_shape {
   bool identity_scheme = false;                 ///< direct addressing: no keys, a domain
   std::uint64_t domain_size = 0;                ///< direct addressing's keys
   std::uint32_t widest_column_bytes = 4;        ///< the widest input column's element
+  std::uint32_t row_bytes = 8;                  ///< one row of every input column
 
-  /// The shape of bound query `Bound` (query.hpp) with input columns `widest` bytes wide.
+  /// The shape of bound query `Bound` (query.hpp) with input columns `widest` bytes wide and
+  /// rows of `row` bytes.
   template <class Bound>
-  static query_shape of(std::uint32_t widest, std::uint64_t domain_size = 0) {
+  static query_shape of(std::uint32_t widest, std::uint32_t row, std::uint64_t domain_size = 0) {
     return {static_cast<std::uint32_t>(sizeof(typename Bound::key::bits_type)),
             static_cast<std::uint32_t>(Bound::bucket_bytes),
             static_cast<std::uint32_t>(Bound::interleaved_bucket_bytes),
             Bound::interleavable,
             Bound::scheme::is_identity,
             domain_size,
-            widest};
+            widest,
+            row};
   }
 };
 
@@ -47,6 +50,9 @@ struct input_profile {
   /// sample's size: they decide the hot-key table.
   std::vector<std::uint32_t> frequent_counts;
   std::size_t sample_size = 0;
+  /// The query can run again from its input if its spill area overflows (group_by and
+  /// group_by_on_device: the driver's caller restarts it); see query_planner::spill_capacity.
+  bool restartable = false;
 };
 
 /// An AGGREGATE program variant: a strategy, built with or without the run cache, the hot-key
