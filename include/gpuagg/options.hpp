@@ -134,7 +134,8 @@ struct options {
   /// Input block size per column (the widest column). Default (query_planner::block_rows): 16
   /// MiB for host input (section 2.1); for input already on the device, where no transfer needs
   /// overlapping, up to 256 MiB (fewer, larger AGGREGATE launches). The spill area holds
-  /// `blocks_in_flight` blocks of rows, so it grows with this size.
+  /// `blocks_in_flight` blocks of rows, so it grows with this size, except where group_by can
+  /// run the query again (device input: query_planner::compact_spill).
   std::optional<std::size_t> block_bytes;
   /// Size per column (the widest) of the blocks the tuner measures. Default: 16 MiB (section
   /// 3.1), at most block_bytes. On device input they are slices of the large blocks: the tuner
