@@ -170,6 +170,16 @@ TEST_CASE("tuning: on where the model is not sure, from the plan's start, never 
   CHECK(p.block_rows() > t.block_rows);
   const std::size_t slices = ((std::size_t{1} << 27) + t.block_rows - 1) / t.block_rows;
   CHECK(t.block_budget == slices - slices / 4);
+  // Where the input holds 32 slices four times as large (TPC-H Q1 at SF 100: 6e8 rows, 4-byte
+  // widest column), the slices grow: 16 Mi rows, not 4 Mi; host input keeps 16 MiB.
+  query_shape q1;
+  q1.widest_column_bytes = 4;
+  q1.bucket_bytes = 52;
+  auto many = uniform_input(4, 600'000'000);
+  many.restartable = true;
+  CHECK(plan(h100(), many, {}, q1).tuning_block_rows() == std::size_t{16} << 20);
+  CHECK(plan(h100(), uniform_input(4, 600'000'000, false), {}, q1).tuning_block_rows() == std::size_t{4} << 20);
+  CHECK(plan(h100(), uniform_input(4, std::uint64_t{1} << 27), {}, q1).tuning_block_rows() == std::size_t{4} << 20);
   // An unknown GPU: tune, scanning, for the recorded shape too.
   const auto u = plan(unknown_gpu(), uniform_input(1 << 20));
   CHECK(u.tuning().enabled);
