@@ -172,7 +172,8 @@ int main(int argc, char** argv) {
     csv.open(csv_path, std::ios::app);
     if (fresh) {
       csv << "device,scale,rows,column_bytes,input,system,rep,wall_ms,kernel_ms,copy_ms,strategy,work_groups_per_cu,"
-             "work_group_size,blocks,groups,verified\n";
+             "work_group_size,blocks,groups,verified,setup_ms,host_sample_ms,host_profile_ms,host_estimate_ms,"
+             "host_programs_ms,host_buffers_ms,host_enqueue_ms,host_wait_ms,host_growth_ms,host_finalize_ms\n";
     }
   }
   std::size_t verified = 0, unverified = 0;
@@ -234,7 +235,12 @@ int main(int argc, char** argv) {
               << ',' << system << ',' << rep << ',' << std::setprecision(6) << wall * 1e3 << ',' << kernels * 1e3 << ','
               << copy_ms << ',' << to_string(last.strategy) << ',' << last.config.work_groups_per_cu << ','
               << last.config.work_group_size << ',' << s.blocks.size() << ',' << r.size() << ',' << (ok ? 1 : 0)
-              << '\n';
+              << ',' << s.setup_seconds * 1e3;
+          for (const double phase : {s.host.sample, s.host.profile, s.host.estimate, s.host.programs, s.host.buffers,
+                                     s.host.enqueue, s.host.wait, s.host.growth, s.host.finalize}) {
+            csv << ',' << phase * 1e3;
+          }
+          csv << '\n';
           csv.flush();
         }
       };

@@ -3,6 +3,7 @@
 #include <boost/compute/container/vector.hpp>
 #include <boost/compute/core.hpp>
 
+#include <cstdlib>
 #include <set>
 #include <sstream>
 
@@ -984,5 +985,23 @@ TEST_CASE("the host phases of a query are filled, add up to at most its wall tim
     }(std::make_index_sequence<3>{});
     copied.stats.groups = on_device.size();
     check_equal(copied, expected);
+  }
+}
+
+TEST_CASE("copies between a GPU and pageable memory are staged from 128 KiB or from three buffers on; never on a CPU") {
+  const char* forced = std::getenv("GPUAGG_HOST_STAGING");
+  const std::string mode = forced ? forced : "";
+  CAPTURE(mode);
+  if (mode == "always") {
+    CHECK(detail::stage_host_copies("sm_90", 1, 1));
+    CHECK(detail::stage_host_copies("cpu", 1, 1));
+  } else if (mode == "never") {
+    CHECK_FALSE(detail::stage_host_copies("sm_90", std::uint64_t{1} << 30, 10));
+  } else {
+    CHECK_FALSE(detail::stage_host_copies("sm_90", 12 << 10, 2));       // a single sum at 2^10 groups
+    CHECK(detail::stage_host_copies("sm_90", 768 << 10, 2));            // at 2^16 groups
+    CHECK(detail::stage_host_copies("sm_90", 4 * 80, 10));              // TPC-H Q1's ten columns
+    CHECK_FALSE(detail::stage_host_copies("cpu", std::uint64_t{1} << 30, 10));
+    CHECK_FALSE(detail::stage_host_copies("sm_90", 0, 10));             // nothing to copy
   }
 }

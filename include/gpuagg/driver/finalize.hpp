@@ -63,7 +63,7 @@ auto aggregation_driver<Bound>::finalize_to_host() -> result<typename key_policy
   std::uint64_t total = 0;
   for (std::size_t c = 0; c < key_columns; ++c) total += key_bytes(c);
   total += n * (sizeof(Outputs) + ... + 0);
-  detail::host_staging staging(ctx_, total);  // inactive for an empty result (no bytes)
+  detail::host_staging staging(ctx_, total, key_columns + sizeof...(Outputs));  // inactive for an empty result
   if (staging.active()) {
     // The copies land in pinned memory while the host sizes the result's vectors; then several
     // threads move them over (runtime/readback.hpp).

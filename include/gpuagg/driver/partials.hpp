@@ -104,7 +104,7 @@ auto aggregation_driver<Bound>::export_partial() -> partial_type {
   if (!table_ready_) return out;
   detail::phase_clock clock(stats_.host.finalize);
   auto [exported, groups] = run_export();
-  detail::host_staging staging(ctx_, partial_bytes(groups));
+  detail::host_staging staging(ctx_, partial_bytes(groups), 1 + aggregate_count);
   if (staging.active()) {
     // Through pinned memory while the host sizes the partial's vectors (runtime/readback.hpp).
     std::vector<cl::Event> reads;
@@ -191,7 +191,8 @@ void aggregation_driver<Bound>::absorb_columns(std::uint64_t n, const void* keys
   auto& queue = ctx_.compute_queue();
   // Pageable columns go through pinned staging where that pays (runtime/readback.hpp); pinned
   // ones (another device's export_for_merge) are copied from as they are.
-  detail::host_staging staging(ctx_, pinned_source ? 0 : partial_bytes(n));  // ends after the merge's counters were read
+  // Ends after the merge's counters were read.
+  detail::host_staging staging(ctx_, pinned_source ? 0 : partial_bytes(n), 1 + aggregate_count);
   const auto write = [&](const cl::Buffer& to, const void* from, std::uint64_t bytes, const char* what) {
     if (staging.active()) {
       staging.write(queue, to, from, bytes, what);

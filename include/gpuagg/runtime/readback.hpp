@@ -25,20 +25,24 @@
 
 namespace gpuagg::detail {
 
-/// Copies of at least this many bytes in all are staged (below it, the pool's pinned buffer and
-/// the threads cost more than they save).
-inline constexpr std::uint64_t min_staged_bytes = std::uint64_t{4} << 20;
+/// Copies of at least this many bytes in all are staged, and copies of more than two buffers
+/// whatever their size: each copy to pageable memory goes through the driver's bounce buffer on
+/// its own, while copies to pinned memory queue up behind one another. On the H100, FINALIZE's
+/// ten columns of four groups (TPC-H Q1) came back in 0.22 ms staged against 0.41 ms not, two
+/// columns of 768 KiB in 0.05 against 0.09 ms, two of 12 KiB in 0.06 against 0.05 ms.
+inline constexpr std::uint64_t min_staged_bytes = std::uint64_t{128} << 10;
+inline constexpr std::size_t min_staged_copies = 3;
 
-/// Whether copies of `bytes` in all between a device of `architecture` ("cpu" for CPU devices)
-/// and pageable memory are staged. GPUAGG_HOST_STAGING=always or never overrides the rule (the
-/// tests run the staged path on PoCL with always).
-inline bool stage_host_copies(std::string_view architecture, std::uint64_t bytes) {
+/// Whether `copies` copies of `bytes` in all between a device of `architecture` ("cpu" for CPU
+/// devices) and pageable memory are staged. GPUAGG_HOST_STAGING=always or never overrides the
+/// rule (the tests run the staged path on PoCL with always).
+inline bool stage_host_copies(std::string_view architecture, std::uint64_t bytes, std::size_t copies = 1) {
   if (bytes == 0) return false;
   if (const char* forced = std::getenv("GPUAGG_HOST_STAGING"); forced != nullptr) {
     if (std::string_view(forced) == "always") return true;
     if (std::string_view(forced) == "never") return false;
   }
-  return bytes >= min_staged_bytes && architecture != "cpu";
+  return (bytes >= min_staged_bytes || copies >= min_staged_copies) && architecture != "cpu";
 }
 
 /// v.resize(n) for a vector about to be overwritten: its memory asked for huge pages first.
@@ -63,8 +67,9 @@ void resize_for_copy(std::vector<T>& v, std::size_t n) {
 /// its copies finished (a later query may reuse the memory).
 class host_staging {
  public:
-  host_staging(context& ctx, std::uint64_t total_bytes) : ctx_(ctx) {
-    if (!stage_host_copies(ctx.info().architecture, total_bytes)) return;
+  /// For `copies` copies of `total_bytes` in all.
+  host_staging(context& ctx, std::uint64_t total_bytes, std::size_t copies = 1) : ctx_(ctx) {
+    if (!stage_host_copies(ctx.info().architecture, total_bytes, copies)) return;
     auto [buffer, size_class] = ctx.pooled_pinned(total_bytes + 64 * 8, "pinned staging for a host copy");
     buffer_ = buffer;
     size_class_ = size_class;
