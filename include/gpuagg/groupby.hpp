@@ -254,6 +254,24 @@ std::optional<tuning_report> run_query(Driver& driver, const options& opts, bool
   return std::nullopt;
 }
 
+/// group_by's and group_by_on_device's query on one device: run as the plan says (tuned where
+/// it says so), its result copied to the host or left on the device (`on_device`), and run
+/// again with a spill area for every row in flight should the plan's smaller one overflow.
+template <class Query, bool on_device, class KeyColumn, class Values>
+auto run_default_query(const KeyColumn& keys, const Values& values, const options& opts) {
+  return with_spill_restart([&](bool restartable) {
+    auto driver = make_driver<Query>(keys, values, opts, restartable);
+    using bound = typename std::remove_reference_t<decltype(*driver)>::bound_type;
+    using finisher = host_result_for<typename bound::key::value_type, typename bound::output_tuple>;
+    run_query<tuner_params{}>(*driver, opts);
+    if constexpr (on_device) {
+      return finisher::finalize_on_device(*driver);
+    } else {
+      return finisher::finalize(*driver);
+    }
+  });
+}
+
 }  // namespace detail
 
 /// SELECT keys, outputs... GROUP BY keys: the result on the host.
@@ -268,13 +286,7 @@ auto group_by(const KeyColumn& keys, const Values& values, Query query, const op
                                  });
   } else {
     (void)query;
-    return detail::with_spill_restart([&](bool restartable) {
-      auto driver = detail::make_driver<Query>(keys, values, opts, restartable);
-      using bound = typename std::remove_reference_t<decltype(*driver)>::bound_type;
-      using finisher = detail::host_result_for<typename bound::key::value_type, typename bound::output_tuple>;
-      detail::run_query<tuner_params{}>(*driver, opts);
-      return finisher::finalize(*driver);
-    });
+    return detail::run_default_query<Query, false>(keys, values, opts);
   }
 }
 
@@ -301,13 +313,7 @@ auto group_by_on_device(const KeyColumn& keys, const Values& values, Query query
                                  });
   } else {
     (void)query;
-    return detail::with_spill_restart([&](bool restartable) {
-      auto driver = detail::make_driver<Query>(keys, values, opts, restartable);
-      using bound = typename std::remove_reference_t<decltype(*driver)>::bound_type;
-      using finisher = detail::host_result_for<typename bound::key::value_type, typename bound::output_tuple>;
-      detail::run_query<tuner_params{}>(*driver, opts);
-      return finisher::finalize_on_device(*driver);
-    });
+    return detail::run_default_query<Query, true>(keys, values, opts);
   }
 }
 
