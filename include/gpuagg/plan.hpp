@@ -108,6 +108,9 @@ class query_planner {
   /// `copies` copies, local or global: keys and accumulators, or for direct addressing
   /// (kernels/library.hpp: GPUAGG_DENSE_TABLE) accumulators and a bitmap of the entries in use.
   std::uint64_t table_layout_bytes(std::uint64_t buckets, std::uint64_t copies) const;
+  /// Bytes of the global table of `capacity` buckets in its layout (arrays, interleaved
+  /// records, or direct addressing's keyless entries).
+  std::uint64_t global_table_bytes(std::uint64_t capacity, bool interleaved_layout) const;
 
   /// PARTITION's runs for a block of `rows` rows over a global table of `capacity` buckets (1:
   /// none): options' `partitions`, else by the bytes the rows touch, for blocks of at least

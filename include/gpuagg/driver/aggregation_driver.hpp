@@ -93,8 +93,7 @@ class phase_clock {
 /// Never reaches the user (groupby.hpp catches it); not a gpuagg::error, so no handler of those
 /// takes it for one.
 struct spill_overflow {
-  std::uint64_t planned_groups = 0;  ///< the groups the failed run planned for
-  double seconds = 0;                ///< its host time until the overflow was found
+  double seconds = 0;  ///< the failed run's host time until the overflow was found
 };
 
 // The query's counters (kernels/library.hpp: META_*).

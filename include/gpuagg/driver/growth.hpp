@@ -48,8 +48,7 @@ void aggregation_driver<Bound>::grow(std::uint64_t incoming_groups) {
 template <class Bound>
 void aggregation_driver<Bound>::spill_overflowed() const {
   if (restartable_) {
-    throw detail::spill_overflow{planner_->planned_groups(),
-                                 std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count()};
+    throw detail::spill_overflow{std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count()};
   }
   throw error("internal error: the spill area overflowed");
 }

@@ -29,8 +29,8 @@ inline std::size_t query_planner::block_rows() const {
     const std::uint64_t capacity = initial_table_capacity();
     const bool layout = interleaved(capacity);
     if (partitions(std::min(rows, profile_.rows), capacity, layout) > 1) {
-      const std::uint64_t table = (capacity + 1) * (layout ? shape_.interleaved_bucket_bytes : shape_.bucket_bytes);
-      const std::uint64_t by_copy = table / 2 / std::max<std::uint32_t>(shape_.row_bytes, 1);
+      const std::uint64_t by_copy =
+          global_table_bytes(capacity, layout) / 2 / std::max<std::uint32_t>(shape_.row_bytes, 1);
       rows = std::min(rows, std::max<std::uint64_t>(by_copy, std::uint64_t{1} << 25));
     }
   }

@@ -62,13 +62,15 @@ inline std::uint64_t query_planner::table_layout_bytes(std::uint64_t buckets, st
   return entries * shape_.bucket_bytes;
 }
 
+inline std::uint64_t query_planner::global_table_bytes(std::uint64_t capacity, bool interleaved_layout) const {
+  if (shape_.identity_scheme) return table_layout_bytes(capacity, 1);
+  return (capacity + 1) * (interleaved_layout ? shape_.interleaved_bucket_bytes : shape_.bucket_bytes);
+}
+
 inline std::uint32_t query_planner::partitions(std::uint64_t rows, std::uint64_t capacity, bool interleaved_layout) const {
   std::uint64_t parts = opts_.partitions;
   if (parts == 0) {
-    const std::uint64_t bytes =
-        shape_.identity_scheme ? table_layout_bytes(capacity, 1)
-                               : (capacity + 1) * (interleaved_layout ? shape_.interleaved_bucket_bytes
-                                                                      : shape_.bucket_bytes);
+    const std::uint64_t bytes = global_table_bytes(capacity, interleaved_layout);
     parts = rows < (std::uint64_t{1} << 16) || bytes <= (std::uint64_t{40} << 20) ? 1
             : bytes <= (std::uint64_t{128} << 20)                                  ? 8
             : bytes <= (std::uint64_t{3} << 30)                                    ? 32
