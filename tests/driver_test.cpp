@@ -168,6 +168,47 @@ TEST_CASE("strategy and thread configuration change from block to block of one q
   for (std::size_t b = 0; b < r.stats.blocks.size(); ++b) CHECK(r.stats.blocks[b].params == plan[b % std::size(plan)]);
 }
 
+TEST_CASE("blocks announced ahead: enqueued before they are read, every row once, other parameters refused") {
+  const auto seed = fresh_seed();
+  CAPTURE(seed);
+  std::mt19937_64 rng(seed);
+  const auto in = make_input(100'000, 500, distribution::uniform, rng);
+  for (const std::size_t in_flight : {1, 2, 3}) {
+    CAPTURE(in_flight);
+    options opts;
+    opts.expected_groups = 500;
+    opts.blocks_in_flight = in_flight;
+    opts.block_bytes = 16 << 10;  // 2048 rows per block, 49 blocks
+    auto driver = make_driver(in.keys, in.vals, sum_count_min, opts);
+    const execution_params first{strategy_kind::shared, {1, 64}};
+    const execution_params other{strategy_kind::workgroup_local, {2, 64}};
+    const std::size_t total = driver->blocks_left();
+    REQUIRE(total == 49);
+    // A measurement of four blocks: the next of them is in flight while one is read.
+    driver->announce_blocks(first, 4);
+    CHECK_THROWS_AS(driver->run_block(other), invalid_argument_error);
+    CHECK_THROWS_AS(driver->announce_blocks(first, 2), invalid_argument_error);
+    for (int b = 0; b < 4; ++b) CHECK(driver->run_block(first) >= 0.0);
+    CHECK(driver->blocks_left() == total - 4);
+    CHECK(driver->stats().blocks.size() == 4);
+    // Taken up in full, the announcement ends: other parameters run again.
+    CHECK(driver->run_block(other) >= 0.0);
+    // An announcement of more blocks than are left (it counts those left) that finalize
+    // overtakes: the blocks already enqueued ahead are completed, none twice, none lost.
+    driver->announce_blocks(other, 100);
+    CHECK(driver->run_block(other) >= 0.0);
+    const auto r = driver->finalize_to_host<std::int64_t, std::uint64_t, std::int64_t>();
+    check_equal(r, reference(in));
+    std::uint64_t rows = 0;
+    for (const auto& b : r.stats.blocks) rows += b.rows;
+    CHECK(rows == in.keys.size());
+    for (std::size_t b = 0; b < 4; ++b) CHECK(r.stats.blocks[b].params == first);
+    // Block 4 ran alone, block 5 was announced with in_flight - 1 more enqueued behind it.
+    for (std::size_t b = 4; b < 5 + in_flight; ++b) CHECK(r.stats.blocks[b].params == other);
+    CHECK(r.stats.blocks.size() == total);
+  }
+}
+
 TEST_CASE("blocks in flight, block sizes and pipelined runs give the same result") {
   const auto rng_seed = fresh_seed();
   CAPTURE(rng_seed);

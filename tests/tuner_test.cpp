@@ -151,6 +151,35 @@ struct pipelined_driver : mock_driver {
 };
 static_assert(gpuagg::checking_block_driver<pipelined_driver>);
 static_assert(gpuagg::pipelining_block_driver<pipelined_driver>);
+static_assert(!gpuagg::announcing_block_driver<pipelined_driver>);
+
+/// A driver told the next blocks' parameters ahead: it checks that every announced block is
+/// asked for, with the announced parameters, before anything else runs.
+struct announcing_driver : pipelined_driver {
+  using pipelined_driver::pipelined_driver;
+  std::vector<std::pair<execution_params, std::size_t>> announcements;  // in order
+  std::size_t announced_left = 0;
+
+  void announce_blocks(const execution_params& params, std::size_t blocks) {
+    CHECK(announced_left == 0);  // the blocks announced before were all asked for
+    CHECK(blocks > 1);
+    CHECK(blocks <= blocks_left());
+    announcements.emplace_back(params, blocks);
+    announced_left = blocks;
+  }
+  double run_block(const execution_params& params) {
+    if (announced_left > 0) {
+      CHECK(params == announcements.back().first);
+      --announced_left;
+    }
+    return pipelined_driver::run_block(params);
+  }
+  void run_remaining(const std::optional<execution_params>& params) {
+    CHECK(announced_left == 0);
+    while (blocks_left() > 0) run_block(*params);
+  }
+};
+static_assert(gpuagg::announcing_block_driver<announcing_driver>);
 
 /// A fresh cache directory named by GPUAGG_CACHE_DIR for one test.
 struct cache_dir {
@@ -1108,6 +1137,47 @@ TEST_CASE("the driver wrapper: the driver's own predicate, pipelined remaining b
   CHECK(report.winner_blocks == 300 - report.exploration_blocks);
   CHECK(driver.blocks_left() == 0);
   for (std::size_t i = report.exploration_blocks; i < driver.ran.size(); ++i) CHECK(driver.ran[i] == *report.winner);
+}
+
+TEST_CASE("the driver wrapper: a measurement that runs its whole window is announced to the driver") {
+  SUBCASE("the paper's search: every measurement runs its window") {
+    announcing_driver driver{400, bowl(1.0, 3, 7)};
+    const auto report = uncached<gpuagg::paper_params>().run(driver, always, std::vector{shared(1, 512)});
+    REQUIRE(report.converged);
+    CHECK(driver.announced_left == 0);
+    // One announcement per measurement, of its window (3 blocks) or the blocks left.
+    CHECK(driver.announcements.size() == report.tried.size());
+    for (std::size_t m = 0; m < driver.announcements.size(); ++m) {
+      CHECK(driver.announcements[m].first == report.tried[m].params);
+      CHECK(driver.announcements[m].second == gpuagg::paper_params.measurement.initial_blocks);
+      CHECK(report.tried[m].blocks >= driver.announcements[m].second);
+    }
+  }
+  SUBCASE("a cache hit's check: three blocks of the stored winner, then the rest") {
+    const cache_dir dir;
+    synthetic_space space{bowl(1.0, 3, 7)};
+    REQUIRE(tuner<>().search(std::ref(space), 100000, always, std::vector{shared(1, 512)}, sample_key).winner);
+    announcing_driver driver{50, bowl(1.0, 3, 7)};
+    const auto live = tuner<>().run(driver, always, std::vector{shared(1, 512)}, sample_key);
+    CHECK(live.cache == cache_outcome::hit);
+    REQUIRE(driver.announcements.size() == 1);
+    CHECK(driver.announcements[0] == std::pair{shared(8, 128), std::size_t{3}});
+    CHECK(driver.blocks_left() == 0);
+  }
+  SUBCASE("a measurement that may stop early (the refined search's rejection rules) is not announced") {
+    announcing_driver driver{400, bowl(1.0, 3, 7)};
+    const auto report = uncached().run(driver, always, std::vector{shared(1, 512)});
+    REQUIRE(report.converged);
+    std::size_t rejected = 0;
+    for (const auto& t : report.tried) rejected += t.rejected ? 1 : 0;
+    CHECK(rejected > 0);
+    CHECK(driver.announcements.size() < report.tried.size());
+    for (const auto& [params, blocks] : driver.announcements) {
+      const auto* tried = report.find(params);
+      REQUIRE(tried != nullptr);
+      CHECK_FALSE(tried->rejected);
+    }
+  }
 }
 
 TEST_CASE("several strategies at once: the right strategy wins") {

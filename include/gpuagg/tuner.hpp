@@ -255,6 +255,12 @@ execution_params default_initial_config(strategy_kind strategy, const search_spa
 /// seconds. The live tuner wraps the driver in one; replay and tests inject recorded times.
 using measure_fn = std::function<double(const execution_params&)>;
 
+/// Says that the next `blocks` measurements are of `params` (a ProcessBlocksWith that cannot
+/// stop before its window): a driver may then enqueue the next of them while the host reads the
+/// current one, so the device does not idle between the blocks of one measurement. Optional:
+/// replay and tests pass none.
+using announce_fn = std::function<void(const execution_params&, std::size_t)>;
+
 /// Says whether a point can run at all (resource limits, strategy limits). Called before
 /// anything is measured; an infeasible point is never measured.
 using feasibility_fn = std::function<bool(const execution_params&)>;
@@ -284,6 +290,13 @@ concept checking_block_driver = block_driver<D> && requires(const D& d, const ex
 template <class D>
 concept pipelining_block_driver = block_driver<D> && requires(D d, const execution_params& p) {
   d.run_remaining(p);
+};
+
+/// A block_driver that can be told the next blocks' parameters ahead (announce_fn): the tuner
+/// says so for each measurement that will run its whole window.
+template <class D>
+concept announcing_block_driver = block_driver<D> && requires(D d, const execution_params& p, std::size_t n) {
+  d.announce_blocks(p, n);
 };
 
 // ---------------------------------------------------------------------------------------------

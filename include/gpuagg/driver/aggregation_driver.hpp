@@ -187,6 +187,12 @@ class aggregation_driver {
   /// its profiled AGGREGATE time in seconds. This is the step the tuner drives.
   double run_block(const execution_params& params);
 
+  /// The next `blocks` run_block() calls will ask for `params` (announce_fn, tuner.hpp): each of
+  /// them enqueues the next announced block before it waits, so the device runs one block while
+  /// the host reads the one before. A run_block() with other parameters before the announced
+  /// blocks are taken is an invalid_argument_error.
+  void announce_blocks(const execution_params& params, std::size_t blocks);
+
   /// Processes every remaining block (of block_rows()), `blocks_in_flight` at a time: with
   /// `params` if given, else with the plan's default_params() re-evaluated per block (the table's
   /// groups may have outgrown a local table).
@@ -368,6 +374,8 @@ class aggregation_driver {
   // ---- the blocks (driver/pipeline.hpp) ----
   void require_runnable(const execution_params& params) const;
   pending_block enqueue_block(const execution_params& params, std::size_t rows);
+  /// Rows not yet enqueued, or enqueued ahead for run_block() and not yet completed.
+  bool rows_pending() const noexcept { return next_row_ < rows_ || !ahead_.empty(); }
   pending_block enqueue_rows(const execution_params& params, std::uint64_t first, std::uint64_t count);
   double complete(pending_block& block);
   void launch(cl::Kernel& kernel, std::size_t global, std::size_t local, const char* what, cl::Event* done,
@@ -416,6 +424,11 @@ class aggregation_driver {
   std::uint64_t next_row_ = 0;     // the first row not yet enqueued
   std::size_t blocks_enqueued_ = 0;
   std::size_t window_ = 2;
+  // Blocks announced to run_block() (announce_blocks): those enqueued ahead, in order, and how
+  // many run_block() calls are still announced, with their parameters.
+  std::deque<pending_block> ahead_;
+  std::size_t announced_ = 0;
+  execution_params announced_params_{};
   bool shared_rows_ = false;       // run_blocks() hands the rows out: more may come until finalize
   bool table_ready_ = false;       // the table and counters exist (setup, or a first absorb)
   query_shape shape_;

@@ -30,7 +30,7 @@ auto aggregation_driver<Bound>::finalize_on_device() -> device_result<typename k
     out.stats = stats_;
     return out;
   }
-  if (next_row_ < rows_) run_remaining();
+  if (rows_pending()) run_remaining();
   detail::phase_clock clock(stats_.host.finalize);
   const auto done = enqueue_finalize(out, true);
   await_finalize(out.size(), done, {});
@@ -49,7 +49,7 @@ auto aggregation_driver<Bound>::finalize_to_host() -> result<typename key_policy
     out.stats = stats_;
     return out;
   }
-  if (next_row_ < rows_) run_remaining();
+  if (rows_pending()) run_remaining();
   detail::phase_clock clock(stats_.host.finalize);
   // The device result lives in the query's pooled buffers; the copies queue up behind
   // FINALIZE, and one wait covers both.

@@ -21,7 +21,7 @@ namespace gpuagg {
 
 template <class Bound>
 auto aggregation_driver<Bound>::run_export() -> std::pair<table_buffers, std::uint64_t> {
-  if (next_row_ < rows_) run_remaining();
+  if (rows_pending()) run_remaining();
   detail::check(ctx_.compute_queue().finish(), "waiting for AGGREGATE");
   settle_deferred();
   const std::uint64_t groups = known_meta_[detail::meta_groups] + (known_meta_[detail::meta_special] ? 1 : 0);
@@ -175,7 +175,7 @@ void aggregation_driver<Bound>::absorb_columns(std::uint64_t n, const void* keys
                                                bool pinned_source) {
   if (n == 0) return;
   if (!table_ready_) setup_for_partials(n);
-  if (next_row_ < rows_ && !shared_rows_) run_remaining();
+  if (rows_pending() && !shared_rows_) run_remaining();
   detail::phase_clock clock(stats_.host.growth);
   detail::check(ctx_.compute_queue().finish(), "waiting for AGGREGATE");
   settle_deferred();

@@ -18,6 +18,23 @@ namespace gpuagg {
 
 template <class Bound>
 double aggregation_driver<Bound>::run_block(const execution_params& params) {
+  if (announced_ > 0) {
+    if (!(params == announced_params_)) {
+      std::ostringstream text;
+      text << "run_block: " << announced_ << " blocks were announced with " << announced_params_ << ", asked with "
+           << params;
+      throw invalid_argument_error(text.str());
+    }
+    // The announced blocks in flight, up to the window: the next one runs while this one is read.
+    while (ahead_.size() < std::min(window_, announced_) && next_row_ < rows_) {
+      ahead_.push_back(enqueue_block(params, slice_rows_));
+    }
+    --announced_;
+    if (ahead_.empty()) throw invalid_argument_error("run_block: no block left");
+    pending_block block = std::move(ahead_.front());
+    ahead_.pop_front();
+    return complete(block);
+  }
   if (blocks_left() == 0) throw invalid_argument_error("run_block: no block left");
   require_runnable(params);
   auto block = enqueue_block(params, slice_rows_);
@@ -25,7 +42,24 @@ double aggregation_driver<Bound>::run_block(const execution_params& params) {
 }
 
 template <class Bound>
+void aggregation_driver<Bound>::announce_blocks(const execution_params& params, std::size_t blocks) {
+  if (!ahead_.empty() || announced_ > 0) {
+    throw invalid_argument_error("announce_blocks: the blocks announced before are not all run");
+  }
+  require_runnable(params);
+  announced_params_ = params;
+  announced_ = std::min(blocks, blocks_left());
+}
+
+template <class Bound>
 void aggregation_driver<Bound>::run_remaining(const std::optional<execution_params>& params) {
+  // Blocks enqueued ahead for run_block() are the query's rows too; an announcement not taken
+  // up lapses.
+  announced_ = 0;
+  while (!ahead_.empty()) {
+    complete(ahead_.front());
+    ahead_.pop_front();
+  }
   if (next_row_ >= rows_) return;
   if (params) require_runnable(*params);
   std::deque<pending_block> in_flight;

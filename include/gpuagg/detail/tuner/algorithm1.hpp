@@ -28,8 +28,8 @@ class algorithm1 {
  public:
   algorithm1(const tuner_params& params, const search_space& space, const measure_fn& measure,
              std::size_t blocks_available, const feasibility_fn& feasible, decision_log log,
-             host_stopwatch& watch, tuning_report& report)
-      : params_(params), space_(space), measure_(measure), blocks_left_(blocks_available),
+             host_stopwatch& watch, tuning_report& report, const announce_fn& announce)
+      : params_(params), space_(space), measure_(measure), announce_(announce), blocks_left_(blocks_available),
         feasible_fn_(feasible), log_(log), watch_(watch), report_(report) {}
 
   /// Inside the space and accepted by the caller's predicate (asked once per point).
@@ -55,6 +55,16 @@ class algorithm1 {
     std::vector<double> carried;
     if (pending_ && pending_->params == params) carried = std::exchange(pending_, std::nullopt)->blocks;
     std::size_t next_carried = 0;
+    // Without a rule that may stop it early, the measurement runs at least its window: the
+    // driver may enqueue those blocks ahead.
+    const std::size_t window = window_blocks > 0 ? window_blocks : params_.measurement.initial_blocks;
+    if (announce_ && !rule.any() && window > carried.size()) {
+      const std::size_t ahead = std::min<std::size_t>(window - carried.size(), blocks_left_);
+      if (ahead > 1) {
+        const stopwatch_pause pause(watch_);
+        announce_(params, ahead);
+      }
+    }
     measurement m = detail::process_blocks_with(params_, [&]() -> std::optional<double> {
       if (next_carried < carried.size()) return carried[next_carried++];
       if (blocks_left_ == 0) return std::nullopt;
@@ -412,6 +422,7 @@ class algorithm1 {
   const tuner_params& params_;
   const search_space& space_;
   const measure_fn& measure_;
+  const announce_fn& announce_;
   std::size_t blocks_left_;
   const feasibility_fn& feasible_fn_;
   decision_log log_;

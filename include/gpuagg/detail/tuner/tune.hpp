@@ -30,14 +30,14 @@ namespace detail {
 inline tuning_report tune(const tuner_params& params, const search_space& space, const tuning_cache& cache,
                           std::ostream* log_sink, const measure_fn& measure, std::size_t blocks_available,
                           const feasibility_fn& feasible, std::span<const execution_params> initial,
-                          const std::optional<tuning_key>& key, bool scan = true) {
+                          const std::optional<tuning_key>& key, bool scan = true, const announce_fn& announce = {}) {
   tuning_report report;
   report.params = params;
   std::optional<search_state> resumed;  // a provisional entry's search
   host_stopwatch watch;
   watch.start();
   const decision_log log(log_sink, &watch);
-  algorithm1 search(params, space, measure, blocks_available, feasible, log, watch, report);
+  algorithm1 search(params, space, measure, blocks_available, feasible, log, watch, report, announce);
   if (!scan) search.skip_scan();
   const auto done = [&] {
     watch.stop();
@@ -161,8 +161,15 @@ tuning_report tuner<Params>::run(Driver& driver, Feasible&& feasible, std::span<
   const feasibility_fn is_feasible = [&feasible](const execution_params& candidate) {
     return static_cast<bool>(std::invoke(feasible, candidate));
   };
-  tuning_report report =
-      search(measure, static_cast<std::size_t>(driver.blocks_left()), is_feasible, initial, key, bounds);
+  announce_fn announce;
+  if constexpr (announcing_block_driver<Driver>) {
+    announce = [&driver](const execution_params& block_params, std::size_t blocks) {
+      driver.announce_blocks(block_params, blocks);
+    };
+  }
+  tuning_report report = detail::tune(Params, space_, cache_, log_, measure,
+                                      std::min(static_cast<std::size_t>(driver.blocks_left()), bounds.block_budget),
+                                      is_feasible, initial, key, bounds.scan, announce);
   if (!report.winner) {
     if (static_cast<std::size_t>(driver.blocks_left()) == 0) return report;
     throw unsupported_error("gpuagg tuner: no feasible execution parameters for this query on this device");
