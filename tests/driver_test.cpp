@@ -4,6 +4,7 @@
 #include <boost/compute/core.hpp>
 
 #include <cstdlib>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -684,6 +685,65 @@ TEST_CASE("the sample profile: distinct keys, keys seen once and twice, the hott
   CHECK(again.once == whole.once);
   CHECK(again.hottest_key == whole.hottest_key);
   CHECK(again.frequent == whole.frequent);
+}
+
+TEST_CASE_TEMPLATE("the sample profile against a plain count, runs included, on every distribution", Bits,
+                   std::uint32_t, std::uint64_t) {
+  const std::uint64_t seed = fresh_seed();
+  CAPTURE(seed);
+  std::mt19937_64 rng(seed);
+  for (const auto d : {distribution::uniform, distribution::zipf, distribution::heavy_hitter,
+                       distribution::sorted_runs}) {
+    for (const std::size_t groups : {std::size_t{1}, std::size_t{50}, std::size_t{5'000}, std::size_t{1} << 20}) {
+      const std::string distribution_shown = name(d);
+      CAPTURE(distribution_shown);
+      CAPTURE(groups);
+      // A column of 2^16 rows sampled as the driver samples it: every 4th row and its neighbour.
+      const auto column = draw_keys(key_dictionary<Bits>(groups, rng), std::size_t{1} << 16, d, rng);
+      std::vector<Bits> sample;
+      std::vector<Bits> neighbours;
+      for (std::size_t row = 0; row < column.size(); row += 4) {
+        sample.push_back(column[row]);
+        neighbours.push_back(column[std::min(row + 1, column.size() - 1)]);
+      }
+      const auto profile = detail::profile_sample(std::span<const Bits>(sample), std::span<const Bits>(neighbours));
+      std::map<Bits, std::uint32_t> counts;
+      for (const auto k : sample) ++counts[k];
+      std::uint64_t once = 0;
+      std::uint64_t twice = 0;
+      std::uint32_t top = 0;
+      for (const auto& [k, c] : counts) {
+        once += c == 1 ? 1 : 0;
+        twice += c == 2 ? 1 : 0;
+        top = std::max(top, c);
+      }
+      CHECK(profile.distinct == counts.size());
+      CHECK(profile.once == once);
+      CHECK(profile.twice == twice);
+      CHECK(profile.hottest_key_share == doctest::Approx(double(top) / double(sample.size())));
+      CHECK(counts.at(static_cast<Bits>(profile.hottest_key)) == top);
+      CHECK(profile.lowest == static_cast<std::uint64_t>(counts.begin()->first));
+      CHECK(profile.highest == static_cast<std::uint64_t>(counts.rbegin()->first));
+      const double average = double(sample.size()) / double(counts.size());
+      const auto least = static_cast<std::uint32_t>(std::max(8.0, std::ceil(4 * average)));
+      std::vector<std::pair<std::uint64_t, std::uint32_t>> frequent;
+      for (const auto& [k, c] : counts) {
+        if (c >= least) frequent.emplace_back(static_cast<std::uint64_t>(k), c);
+      }
+      std::sort(frequent.begin(), frequent.end(),
+                [](const auto& a, const auto& b) { return a.second != b.second ? a.second > b.second : a.first < b.first; });
+      if (frequent.size() > detail::max_frequent_keys) frequent.resize(detail::max_frequent_keys);
+      CHECK(profile.frequent == frequent);
+      std::size_t pairs = 0;
+      std::size_t equal = 0;
+      for (std::size_t i = 0; i < sample.size(); ++i) {
+        if (counts.at(sample[i]) >= least) continue;
+        ++pairs;
+        equal += sample[i] == neighbours[i] ? 1 : 0;
+      }
+      CHECK(profile.runs_share == doctest::Approx(pairs > 0 ? double(equal) / double(pairs) : 0.0));
+    }
+  }
 }
 
 TEST_CASE("key reads: cacheable for small tables, volatile for large ones, both exact") {

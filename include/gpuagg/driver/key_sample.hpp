@@ -64,37 +64,51 @@ sample_profile profile_sample(std::span<const Bits> sample, std::span<const Bits
   std::size_t size = 2;
   while (size < sample.size() * 2) size *= 2;
   const std::size_t mask = size - 1;
-  thread_local std::vector<Bits> keys;
-  thread_local std::vector<std::uint32_t> counts;
-  thread_local std::vector<std::uint32_t> used;  // slots in use, in order of first use
-  if (counts.size() < size) {
-    keys.assign(size, Bits{});
-    counts.assign(size, 0);
-  }
+  // A key and its count share a slot: the table is cold when a query starts (the columns and
+  // the caller's own work pass through the caches between queries), and one slot is one miss.
+  struct slot {
+    Bits key;
+    std::uint32_t count;
+  };
+  thread_local std::vector<slot> table;
+  thread_local std::vector<std::uint32_t> used;   // slots in use, in order of first use
+  thread_local std::vector<std::uint32_t> where;  // each sampled row's slot
+  if (table.size() < size) table.assign(size, slot{Bits{}, 0});
   used.clear();
   used.reserve(sample.size());  // no allocation (and no exception) while counts are dirty
+  where.resize(sample.size());
+  const auto home = [mask](Bits key) {
+    return static_cast<std::size_t>((std::uint64_t(key) * 0x9E3779B97F4A7C15ULL) >> 32) & mask;
+  };
   Bits lowest = sample.front();
   Bits highest = sample.front();
-  for (const auto key : sample) {
+  // The slot of a row a few rows ahead is fetched while this one probes: the sample's keys
+  // are known, so the misses overlap instead of following one another.
+  constexpr std::size_t ahead = 16;
+  for (std::size_t i = 0; i < sample.size(); ++i) {
+    if (i + ahead < sample.size()) __builtin_prefetch(&table[home(sample[i + ahead])], 1);
+    const Bits key = sample[i];
     lowest = std::min(lowest, key);
     highest = std::max(highest, key);
-    std::size_t at = static_cast<std::size_t>((std::uint64_t(key) * 0x9E3779B97F4A7C15ULL) >> 32) & mask;
-    while (counts[at] != 0 && keys[at] != key) at = (at + 1) & mask;
-    if (counts[at]++ == 0) {
-      keys[at] = key;
+    std::size_t at = home(key);
+    while (table[at].count != 0 && table[at].key != key) at = (at + 1) & mask;
+    if (table[at].count++ == 0) {
+      table[at].key = key;
       used.push_back(static_cast<std::uint32_t>(at));
     }
+    where[i] = static_cast<std::uint32_t>(at);
   }
   std::uint32_t top = 0;
   Bits hottest = 0;
   sample_profile profile;
   for (const auto at : used) {
-    if (counts[at] > top) {
-      top = counts[at];
-      hottest = keys[at];
+    const std::uint32_t count = table[at].count;
+    if (count > top) {
+      top = count;
+      hottest = table[at].key;
     }
-    profile.once += counts[at] == 1 ? 1 : 0;
-    profile.twice += counts[at] == 2 ? 1 : 0;
+    profile.once += count == 1 ? 1 : 0;
+    profile.twice += count == 2 ? 1 : 0;
   }
   profile.distinct = used.size();
   profile.sample_size = sample.size();
@@ -104,29 +118,23 @@ sample_profile profile_sample(std::span<const Bits> sample, std::span<const Bits
   profile.highest = static_cast<std::uint64_t>(highest);
   const double average = double(sample.size()) / double(std::max<std::uint64_t>(profile.distinct, 1));
   const auto least = static_cast<std::uint32_t>(std::max(8.0, std::ceil(4 * average)));
-  const auto slot_of = [&](Bits key) {
-    std::size_t at = static_cast<std::size_t>((std::uint64_t(key) * 0x9E3779B97F4A7C15ULL) >> 32) & mask;
-    while (keys[at] != key) at = (at + 1) & mask;  // every sampled key has its slot
-    return at;
-  };
   // Runs: how often a sampled row's right neighbour holds the same key, the frequent keys'
   // rows aside (their neighbours are equal because they are frequent, not because the input
-  // is ordered). A row's key is frequent when its count in the table says so: a probe of the
-  // table, still in the cache, where a search of the frequent keys cost a few hundred
-  // microseconds on skewed samples (a hundred or more frequent keys).
+  // is ordered). A row's key is frequent when its count in the table says so (its slot was
+  // kept: no second probe).
   if (neighbours.size() == sample.size()) {
     std::size_t pairs = 0;
     std::size_t equal = 0;
     for (std::size_t i = 0; i < sample.size(); ++i) {
-      if (counts[slot_of(sample[i])] >= least) continue;
+      if (table[where[i]].count >= least) continue;
       ++pairs;
       equal += sample[i] == neighbours[i] ? 1 : 0;
     }
     profile.runs_share = pairs > 0 ? double(equal) / double(pairs) : 0.0;
   }
   for (const auto at : used) {
-    if (counts[at] >= least) profile.frequent.emplace_back(static_cast<std::uint64_t>(keys[at]), counts[at]);
-    counts[at] = 0;  // the scratch table is empty again for the next sample
+    if (table[at].count >= least) profile.frequent.emplace_back(static_cast<std::uint64_t>(table[at].key), table[at].count);
+    table[at].count = 0;  // the scratch table is empty again for the next sample
   }
   const auto by_count = [](const auto& a, const auto& b) {
     return a.second != b.second ? a.second > b.second : a.first < b.first;
