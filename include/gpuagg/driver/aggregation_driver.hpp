@@ -351,7 +351,6 @@ class aggregation_driver {
   // ---- buffers (driver/buffers.hpp) ----
   cl::Buffer allocate(std::uint64_t bytes, const std::string& what);
   cl::Buffer allocate_owned(std::uint64_t bytes, const std::string& what);
-  void release(std::uint64_t bytes) { live_bytes_ -= std::min(live_bytes_, bytes); }
   void recycle(const cl::Buffer& buffer);
   void recycle(const table_buffers& t);
   table_buffers make_buffers(std::uint64_t buckets, const std::string& what);
@@ -361,7 +360,6 @@ class aggregation_driver {
 
   // ---- the table and the counters (driver/table.hpp) ----
   table_buffers make_table(std::uint64_t capacity);
-  std::uint64_t table_bytes(const table_buffers& t) const;
   /// Gives back what only blocks use (the spill area, PARTITION's copy, INDEPENDENT's private
   /// tables, host input's device blocks) once every block has completed.
   void release_block_buffers();
@@ -467,7 +465,12 @@ class aggregation_driver {
   cl::Buffer partition_total_;
   std::vector<cl::Buffer> partition_inputs_;   // one block's rows in runs, per column
   std::vector<bool> pinned_input_;  // per column: the caller's memory is pinned (no staging)
-  std::map<cl_mem, std::pair<std::uint64_t, cl::Buffer>> held_;  // pooled buffers, by handle
+  struct held_buffer {
+    std::uint64_t size_class = 0;  // the pool's
+    std::uint64_t bytes = 0;       // as allocated: what live_bytes_ counts
+    cl::Buffer buffer;
+  };
+  std::map<cl_mem, held_buffer> held_;  // pooled buffers, by handle
   query_stats stats_;
 };
 

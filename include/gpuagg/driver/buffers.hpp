@@ -19,7 +19,7 @@ aggregation_driver<Bound>::~aggregation_driver() {
     ctx_.compute_queue().finish();
     ctx_.transfer_queue().finish();
   }
-  for (auto& [handle, held] : held_) ctx_.recycle(held.first, held.second);
+  for (auto& [handle, held] : held_) ctx_.recycle(held.size_class, held.buffer);
   if (readback_.buffer()) ctx_.recycle_pinned(readback_class_, readback_);
   for (auto& slot : staging_) {
     for (std::size_t c = 0; c < slot.pinned.size(); ++c) {
@@ -33,7 +33,7 @@ aggregation_driver<Bound>::~aggregation_driver() {
 template <class Bound>
 cl::Buffer aggregation_driver<Bound>::allocate(std::uint64_t bytes, const std::string& what) {
   auto [buffer, size_class] = ctx_.pooled_buffer(bytes, what);
-  held_.emplace(buffer(), std::pair{size_class, buffer});
+  held_.emplace(buffer(), held_buffer{size_class, bytes, buffer});
   live_bytes_ += bytes;
   stats_.peak_device_bytes = std::max(stats_.peak_device_bytes, live_bytes_);
   return buffer;
@@ -48,10 +48,12 @@ cl::Buffer aggregation_driver<Bound>::allocate_owned(std::uint64_t bytes, const 
   return buffer;
 }
 
+/// Gives a pooled buffer back: its bytes leave the query's count as they were allocated.
 template <class Bound>
 void aggregation_driver<Bound>::recycle(const cl::Buffer& buffer) {
   if (auto found = held_.find(buffer()); found != held_.end()) {
-    ctx_.recycle(found->second.first, found->second.second);
+    live_bytes_ -= std::min(live_bytes_, found->second.bytes);
+    ctx_.recycle(found->second.size_class, found->second.buffer);
     held_.erase(found);
   }
 }
@@ -105,26 +107,17 @@ template <class Bound>
 void aggregation_driver<Bound>::release_block_buffers() {
   for (table_buffers* t : {&spill_, &private_}) {
     if (!t->keys()) continue;
-    release(table_bytes(*t));
     recycle(*t);
     *t = table_buffers{};
   }
   if (!partition_kernels_.empty()) {
-    for (std::size_t c = 0; c < partition_inputs_.size(); ++c) {
-      release(std::uint64_t(block_rows_) * columns_[c].element_size);
-      recycle(partition_inputs_[c]);
-    }
-    release(partition_tiles_ * detail::max_partitions * sizeof(cl_uint) + detail::max_partitions * sizeof(cl_uint) +
-            sizeof(cl_uint));
+    for (const auto& input : partition_inputs_) recycle(input);
     for (const cl::Buffer* b : {&partition_counts_, &partition_bases_, &partition_total_}) recycle(*b);
     partition_inputs_.clear();
     partition_kernels_.clear();  // PARTITION's first use makes them again (a finished query has none)
   }
   for (auto& slot : staging_) {
-    for (std::size_t c = 0; c < slot.device.size(); ++c) {
-      release(std::uint64_t(block_rows_) * columns_[c].element_size);
-      recycle(slot.device[c]);
-    }
+    for (const auto& device : slot.device) recycle(device);
     slot.device.clear();
   }
 }
@@ -133,10 +126,7 @@ void aggregation_driver<Bound>::release_block_buffers() {
 template <class Bound>
 detail::kernels::table_arg<cl::Buffer> aggregation_driver<Bound>::private_tables(std::uint64_t buckets) {
   if (private_.capacity < buckets) {
-    if (private_.keys()) {
-      release(table_bytes(private_));
-      recycle(private_);
-    }
+    if (private_.keys()) recycle(private_);
     private_ = make_buffers(buckets, "INDEPENDENT's private tables");
   }
   return private_.arg();

@@ -55,7 +55,6 @@ auto aggregation_driver<Bound>::sample_keys() -> std::vector<bits_type> {
   if (read == CL_SUCCESS) std::memcpy(sample.data(), pinned.mapped, bytes);
   ctx_.recycle_pinned(size_class, pinned);
   detail::check(read, "reading the key sample");
-  release(bytes);
   recycle(out);
   return sample;
 }

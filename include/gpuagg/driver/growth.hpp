@@ -36,7 +36,6 @@ void aggregation_driver<Bound>::grow(std::uint64_t incoming_groups) {
   clear_meta(detail::meta_spilled, 1, "resetting the spill counter");
   meta = read_meta_settled();
   if (meta[detail::meta_lost]) throw error("internal error: a merge found no bucket");
-  release(table_bytes(old));
   recycle(old);
   known_meta_ = meta;
   planner_->observe_groups(meta[detail::meta_groups]);

@@ -47,7 +47,6 @@ auto aggregation_driver<Bound>::run_export() -> std::pair<table_buffers, std::ui
   detail::check(queue.enqueueReadBuffer(count, CL_TRUE, 0, sizeof(cl_ulong), &written), "reading the export count");
   detail::wait_for(done, "EXPORT");
   stats_.finalize_seconds += detail::event_seconds(done);
-  release(sizeof(cl_ulong));
   recycle(count);
   if (written != groups) {
     throw error("internal error: EXPORT wrote " + std::to_string(written) + " groups, the table holds " +
@@ -122,7 +121,6 @@ auto aggregation_driver<Bound>::export_partial() -> partial_type {
   } else {
     out = read_export(exported, groups);
   }
-  release(table_bytes(exported));
   recycle(exported);
   return out;
 }
@@ -143,7 +141,6 @@ auto aggregation_driver<Bound>::export_for_merge() -> merge_partial {
   } else {
     out.vectors = read_export(exported, groups);
   }
-  release(table_bytes(exported));
   recycle(exported);
   return out;
 }
@@ -212,7 +209,6 @@ void aggregation_driver<Bound>::absorb_columns(std::uint64_t n, const void* keys
   }
   known_meta_ = meta;
   planner_->observe_groups(meta[detail::meta_groups]);
-  release(table_bytes(incoming));
   recycle(incoming);
 }
 

@@ -43,11 +43,6 @@ auto aggregation_driver<Bound>::make_table(std::uint64_t capacity) -> table_buff
   return t;
 }
 
-template <class Bound>
-std::uint64_t aggregation_driver<Bound>::table_bytes(const table_buffers& t) const {
-  return (t.capacity + 1) * (t.interleaved ? Bound::interleaved_bucket_bytes : Bound::bucket_bytes);
-}
-
 /// The counters, read at once (the caller has waited for the commands before it).
 template <class Bound>
 std::array<cl_ulong, detail::meta_words> aggregation_driver<Bound>::read_meta() {
