@@ -193,6 +193,67 @@ TEST_CASE("wide keys from every input kind: vector, span, device columns with an
   check_same(read_back(group_by_on_device(keys(a, b), v, q)), expected);
 }
 
+TEST_CASE("host input: the query over ids on device copies (ids kept, values copied) or over host ids, same result") {
+  const auto seed = fresh_seed();
+  CAPTURE(seed);
+  std::mt19937_64 rng(seed);
+  const auto dictionary = tuple_dictionary<std::uint64_t, std::int64_t>(4'000, rng);
+  const auto in = draw_rows(dictionary, 70'000, distribution::zipf, rng);
+  const auto& a = std::get<0>(in.columns);
+  const auto& b = std::get<1>(in.columns);
+  const auto v = random_values<std::int64_t>(in.size(), rng);
+  const auto expected = wide_reference<std::remove_const_t<decltype(all_kinds)>>(in, v);
+  pinned_array<std::int64_t> pinned(ctx(), v.size());
+  std::copy(v.begin(), v.end(), pinned.begin());
+  const auto run_by_id = [](const auto& ids, const auto& vals, const options& by_id) {
+    return group_by(ids, vals, detail::query_over_ids<std::remove_const_t<decltype(all_kinds)>>::type{}, by_id);
+  };
+  for (const bool ids_on_device : {true, false}) {
+    CAPTURE(ids_on_device);
+    options opts;
+    opts.block_bytes = 16 << 10;  // 1024 rows of 16-byte keys: 69 blocks through the dictionary
+    check_same(detail::wide_group_by(keys(a, b).columns, detail::as_value_tuple(v), opts, run_by_id, ids_on_device),
+               expected);
+    check_same(detail::wide_group_by(keys(a, b).columns, detail::as_value_tuple(pinned), opts, run_by_id, ids_on_device),
+               expected);
+  }
+  // Two value columns of other types, one pinned and one pageable, through group_by (which
+  // chooses the device copies here: PoCL's memory holds them many times over).
+  const auto w = random_values<std::int32_t>(in.size(), rng);
+  const auto q = select(sum(col<0>), max(col<1>), count());
+  const auto r = group_by(keys(a, b), values(pinned, w), q);
+  std::map<key_tuple<std::uint64_t, std::int64_t>, std::tuple<std::int64_t, std::int32_t, std::uint64_t>> groups;
+  for (std::size_t i = 0; i < in.size(); ++i) {
+    auto [it, fresh] = groups.try_emplace(in[i], 0, w[i], 0);
+    std::get<0>(it->second) += v[i];
+    std::get<1>(it->second) = std::max(std::get<1>(it->second), w[i]);
+    ++std::get<2>(it->second);
+  }
+  REQUIRE(r.size() == groups.size());
+  for (std::size_t g = 0; g < r.size(); ++g) {
+    const key_tuple<std::uint64_t, std::int64_t> key{r.keys.template column<0>()[g], r.keys.template column<1>()[g]};
+    const auto found = groups.find(key);
+    REQUIRE(found != groups.end());
+    CHECK(std::get<0>(r.columns)[g] == std::get<0>(found->second));
+    CHECK(std::get<1>(r.columns)[g] == std::get<1>(found->second));
+    CHECK(std::get<2>(r.columns)[g] == std::get<2>(found->second));
+  }
+}
+
+TEST_CASE("host input's query over ids runs on device copies where they take a quarter of the memory") {
+  device_info d;
+  d.global_mem_bytes = std::uint64_t{4} << 30;
+  d.max_alloc_bytes = std::uint64_t{1} << 30;
+  const std::vector<detail::column_data> one{{nullptr, {}, 0, 8, 0}};
+  const std::vector<detail::column_data> two{{nullptr, {}, 0, 8, 0}, {nullptr, {}, 0, 4, 0}};
+  CHECK_FALSE(detail::wide_ids_on_device(0, one, d));                   // nothing to copy
+  CHECK(detail::wide_ids_on_device(std::uint64_t{1} << 26, one, d));     // 768 MiB of 1 GiB
+  CHECK_FALSE(detail::wide_ids_on_device(std::uint64_t{1} << 27, one, d));  // 1.5 GiB: past a quarter
+  CHECK(detail::wide_ids_on_device(std::uint64_t{1} << 26, two, d));     // 1 GiB: a quarter
+  d.max_alloc_bytes = std::uint64_t{256} << 20;
+  CHECK_FALSE(detail::wide_ids_on_device(std::uint64_t{1} << 26, one, d));  // a 512 MiB column: past one allocation
+}
+
 TEST_CASE("a dictionary hinted far too small grows, in the middle of blocks, and loses nothing") {
   const auto seed = fresh_seed();
   CAPTURE(seed);

@@ -280,9 +280,9 @@ auto run_default_query(const KeyColumn& keys, const Values& values, const option
 template <class Query, key_input KeyColumn, class Values>
 auto group_by(const KeyColumn& keys, const Values& values, Query query, const options& opts = {}) {
   if constexpr (detail::is_wide_key_input<KeyColumn>) {
-    return detail::wide_group_by(keys.columns, detail::column_data_of(detail::as_value_tuple(values)), opts,
-                                 [&](const auto& ids, const options& by_id) {
-                                   return group_by(ids, values, typename detail::query_over_ids<Query>::type{}, by_id);
+    return detail::wide_group_by(keys.columns, detail::as_value_tuple(values), opts,
+                                 [](const auto& ids, const auto& vals, const options& by_id) {
+                                   return group_by(ids, vals, typename detail::query_over_ids<Query>::type{}, by_id);
                                  });
   } else {
     (void)query;
@@ -306,9 +306,9 @@ auto tuned_group_by(const KeyColumn& keys, const Values& values, Query query, co
 template <class Query, key_input KeyColumn, class Values>
 auto group_by_on_device(const KeyColumn& keys, const Values& values, Query query, const options& opts = {}) {
   if constexpr (detail::is_wide_key_input<KeyColumn>) {
-    return detail::wide_group_by(keys.columns, detail::column_data_of(detail::as_value_tuple(values)), opts,
-                                 [&](const auto& ids, const options& by_id) {
-                                   return group_by_on_device(ids, values,
+    return detail::wide_group_by(keys.columns, detail::as_value_tuple(values), opts,
+                                 [](const auto& ids, const auto& vals, const options& by_id) {
+                                   return group_by_on_device(ids, vals,
                                                              typename detail::query_over_ids<Query>::type{}, by_id);
                                  });
   } else {

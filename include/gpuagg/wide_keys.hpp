@@ -10,8 +10,10 @@
 // that fails it may take an id but never makes a group.
 
 #include <array>
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <tuple>
@@ -26,6 +28,7 @@
 #include "query.hpp"
 #include "result.hpp"
 #include "runtime/context.hpp"
+#include "runtime/readback.hpp"
 #include "wide_keys/dictionary.hpp"
 
 namespace gpuagg {
@@ -77,17 +80,67 @@ device_result<std::tuple<K...>, Outputs...> with_keys(device_result<std::uint32_
   return out;
 }
 
+/// Whether host input's query over ids runs on device copies of its columns: the ids kept where
+/// the dictionary writes them and the value columns copied once, instead of the ids read back
+/// to the host and copied up again with the values by the query's own blocks (two more
+/// crossings of PCIe, and no overlap of copies and kernels). Where the ids and the value
+/// columns take at most a quarter of the device's memory and each fits one allocation.
+inline bool wide_ids_on_device(std::uint64_t rows, const std::vector<column_data>& value_columns,
+                               const device_info& device) {
+  if (rows == 0) return false;
+  std::uint64_t bytes = rows * sizeof(std::uint32_t);
+  std::uint64_t largest = bytes;
+  for (const auto& c : value_columns) {
+    bytes += rows * c.element_size;
+    largest = std::max<std::uint64_t>(largest, rows * c.element_size);
+  }
+  return bytes <= device.global_mem_bytes / 4 && largest <= device.max_alloc_bytes;
+}
+
+/// Host value columns copied to new device buffers for the query over ids: pinned columns
+/// straight, pageable ones through pinned staging where that pays (readback.hpp). The copies
+/// are queued on the compute queue, ahead of the query that reads them.
+template <class ValueTuple>
+auto values_on_device(context& ctx, const ValueTuple& value_tuple, const std::vector<column_data>& data,
+                      std::uint64_t rows) {
+  std::uint64_t pageable_bytes = 0;
+  std::size_t pageable_columns = 0;
+  for (const auto& c : data) {
+    if (ctx.is_pinned(c.host, rows * c.element_size)) continue;
+    pageable_bytes += rows * c.element_size;
+    ++pageable_columns;
+  }
+  host_staging staging(ctx, pageable_bytes, pageable_columns);
+  auto& queue = ctx.compute_queue();
+  const auto upload = [&]<std::size_t I>(std::integral_constant<std::size_t, I>) {
+    using T = column_element_t<std::remove_cvref_t<std::tuple_element_t<I, ValueTuple>>>;
+    const std::uint64_t bytes = rows * sizeof(T);
+    cl::Buffer buffer = ctx.buffer(bytes, "a value column of the query over ids");
+    if (staging.active() && !ctx.is_pinned(data[I].host, bytes)) {
+      staging.write(queue, buffer, data[I].host, bytes, "copying a value column to the device");
+    } else {
+      check(queue.enqueueWriteBuffer(buffer, CL_FALSE, 0, bytes, data[I].host), "copying a value column to the device");
+    }
+    return device_column<T>(buffer, rows);
+  };
+  return [&]<std::size_t... I>(std::index_sequence<I...>) {
+    return std::tuple{upload(std::integral_constant<std::size_t, I>{})...};
+  }(std::make_index_sequence<std::tuple_size_v<ValueTuple>>{});
+}
+
 /// group_by (or group_by_on_device) with keys wider than 64 bits. `key_columns`: the key
-/// columns; `value_columns`: the value columns as the driver sees them (for the checks made
-/// before the dictionary runs); `run_by_id(ids, options)` runs the query over ids, a
-/// std::span<const std::uint32_t> or a device_column<std::uint32_t> (where the keys are).
-template <class... KeyColumns, class RunById>
-auto wide_group_by(const std::tuple<const KeyColumns&...>& key_columns, const std::vector<column_data>& value_columns,
-                   const options& opts, RunById&& run_by_id) {
+/// columns; `value_tuple`: the value columns; `run_by_id(ids, values, options)` runs the query
+/// over ids, a std::span<const std::uint32_t> or a device_column<std::uint32_t>, with the value
+/// columns given (the caller's, or their device copies: wide_ids_on_device). `ids_on_device`
+/// overrides that rule (tests run both host paths).
+template <class... KeyColumns, class ValueTuple, class RunById>
+auto wide_group_by(const std::tuple<const KeyColumns&...>& key_columns, const ValueTuple& value_tuple,
+                   const options& opts, RunById&& run_by_id, std::optional<bool> ids_on_device = std::nullopt) {
   using clock = std::chrono::steady_clock;
   const auto started = clock::now();
   using dictionary = key_dictionary<column_element_t<KeyColumns>...>;
   constexpr std::size_t key_count = sizeof...(KeyColumns);
+  const std::vector<column_data> value_columns = column_data_of(value_tuple);
 
   // The checks the driver makes, before any work (key columns may have offsets of their own:
   // the dictionary reads each at its own).
@@ -170,17 +223,26 @@ auto wide_group_by(const std::tuple<const KeyColumns&...>& key_columns, const st
     }
     set_domain();
     const double encoding = std::chrono::duration<double>(clock::now() - started).count();
-    return attach_keys(run_by_id(device_column<std::uint32_t>(ids, rows, offset), by_id), encoding,
+    return attach_keys(run_by_id(device_column<std::uint32_t>(ids, rows, offset), value_tuple, by_id), encoding,
                        dict.device_bytes() + (offset + rows) * sizeof(std::uint32_t));
-  } else {
-    std::array<const void*, key_count> hosts{};
-    for (std::size_t c = 0; c < key_count; ++c) hosts[c] = keys_seen[c].host;
-    std::vector<std::uint32_t> ids(rows);
-    dict.encode_host(hosts, rows, ids.data(), block_rows);
+  }
+  std::array<const void*, key_count> hosts{};
+  for (std::size_t c = 0; c < key_count; ++c) hosts[c] = keys_seen[c].host;
+  if (ids_on_device.value_or(wide_ids_on_device(rows, value_columns, ctx.info())) && rows > 0) {
+    cl::Buffer ids = ctx.buffer(rows * sizeof(std::uint32_t), "the key dictionary's ids");
+    dict.encode_host(hosts, rows, nullptr, block_rows, &ids);
+    const auto device_values = values_on_device(ctx, value_tuple, value_columns, rows);
     set_domain();
     const double encoding = std::chrono::duration<double>(clock::now() - started).count();
-    return attach_keys(run_by_id(std::span<const std::uint32_t>(ids), by_id), encoding, dict.device_bytes());
+    std::uint64_t held = dict.device_bytes() + rows * sizeof(std::uint32_t);
+    for (const auto& c : value_columns) held += rows * c.element_size;
+    return attach_keys(run_by_id(device_column<std::uint32_t>(ids, rows), device_values, by_id), encoding, held);
   }
+  std::vector<std::uint32_t> ids(rows);
+  dict.encode_host(hosts, rows, ids.data(), block_rows);
+  set_domain();
+  const double encoding = std::chrono::duration<double>(clock::now() - started).count();
+  return attach_keys(run_by_id(std::span<const std::uint32_t>(ids), value_tuple, by_id), encoding, dict.device_bytes());
 }
 
 }  // namespace detail

@@ -90,9 +90,9 @@ class key_dictionary {
   }
 
   /// As encode(), for key columns on the host: `block_rows` rows at a time through staging
-  /// buffers, the ids read back to `ids`.
+  /// buffers, the ids into `device_ids` (row r's at r) where given, else read back to `ids`.
   void encode_host(const std::array<const void*, key::columns>& key_columns, std::uint64_t rows, std::uint32_t* ids,
-                   std::uint64_t block_rows) {
+                   std::uint64_t block_rows, const cl::Buffer* device_ids = nullptr) {
     if (rows == 0) return;
     block_rows = std::clamp<std::uint64_t>(block_rows, 1, rows);
     std::vector<kernels::key_column_arg<cl::Buffer>> staged(key::columns);
@@ -100,8 +100,9 @@ class key_dictionary {
       staged[c].buffer = ctx_.buffer(block_rows * key::column_bytes[c], "the key dictionary's staging of key column " +
                                                                        std::to_string(c));
     }
-    cl::Buffer staged_ids = ctx_.buffer(block_rows * sizeof(std::uint32_t), "the key dictionary's staged ids");
-    staging_bytes_ = block_rows * (key::key_bytes + sizeof(std::uint32_t));
+    cl::Buffer staged_ids;
+    if (device_ids == nullptr) staged_ids = ctx_.buffer(block_rows * sizeof(std::uint32_t), "the key dictionary's staged ids");
+    staging_bytes_ = block_rows * (key::key_bytes + (device_ids == nullptr ? sizeof(std::uint32_t) : 0));
     auto& queue = ctx_.compute_queue();
     for (std::uint64_t first = 0; first < rows; first += block_rows) {
       const std::uint64_t n = std::min(block_rows, rows - first);
@@ -109,6 +110,10 @@ class key_dictionary {
         const auto* from = static_cast<const unsigned char*>(key_columns[c]) + first * key::column_bytes[c];
         check(queue.enqueueWriteBuffer(staged[c].buffer, CL_FALSE, 0, n * key::column_bytes[c], from),
               "copying key columns to the device");
+      }
+      if (device_ids != nullptr) {
+        encode(staged, n, *device_ids, first);
+        continue;
       }
       encode(staged, n, staged_ids, 0);
       check(queue.enqueueReadBuffer(staged_ids, CL_TRUE, 0, n * sizeof(std::uint32_t), ids + first),
