@@ -44,9 +44,10 @@ class key_dictionary {
   }
 
   /// ids[ids_offset + r] = the id of row r's key, for rows [0, rows) of the device key columns
-  /// (buffer and element offset of row 0, one per key column). Grows as often as it must.
+  /// (buffer and element offset of row 0, one per key column). Grows as often as it must. The
+  /// first launch waits for `ready` (the key columns' copies) where given.
   void encode(const std::vector<kernels::key_column_arg<cl::Buffer>>& key_columns, std::uint64_t rows,
-              const cl::Buffer& ids, std::uint64_t ids_offset) {
+              const cl::Buffer& ids, std::uint64_t ids_offset, const std::vector<cl::Event>* ready = nullptr) {
     if (rows == 0) return;
     auto& queue = ctx_.compute_queue();
     std::uint32_t resume = 0;
@@ -65,7 +66,8 @@ class key_dictionary {
       args.ids_offset = ids_offset;
       bind_arguments(encode_, "the key dictionary's encode", args);
       cl::Event done;
-      launch(encode_, rows, &done, "encoding keys in the key dictionary");
+      launch(encode_, rows, &done, "encoding keys in the key dictionary", ready);
+      ready = nullptr;
       std::array<cl_uint, 3> counters{};
       check(queue.enqueueReadBuffer(counters_, CL_TRUE, 0, sizeof(counters), counters.data()),
             "reading the key dictionary's counters");
@@ -91,32 +93,55 @@ class key_dictionary {
 
   /// As encode(), for key columns on the host: `block_rows` rows at a time through staging
   /// buffers, the ids into `device_ids` (row r's at r) where given, else read back to `ids`.
+  /// Two sets of staging buffers: the next block's keys cross on the transfer queue while the
+  /// compute queue encodes this one.
   void encode_host(const std::array<const void*, key::columns>& key_columns, std::uint64_t rows, std::uint32_t* ids,
                    std::uint64_t block_rows, const cl::Buffer* device_ids = nullptr) {
     if (rows == 0) return;
     block_rows = std::clamp<std::uint64_t>(block_rows, 1, rows);
-    std::vector<kernels::key_column_arg<cl::Buffer>> staged(key::columns);
-    for (std::size_t c = 0; c < key::columns; ++c) {
-      staged[c].buffer = ctx_.buffer(block_rows * key::column_bytes[c], "the key dictionary's staging of key column " +
-                                                                       std::to_string(c));
+    const std::size_t sets = rows > block_rows ? 2 : 1;
+    std::vector<std::vector<kernels::key_column_arg<cl::Buffer>>> staged(
+        sets, std::vector<kernels::key_column_arg<cl::Buffer>>(key::columns));
+    for (auto& set : staged) {
+      for (std::size_t c = 0; c < key::columns; ++c) {
+        set[c].buffer = ctx_.buffer(block_rows * key::column_bytes[c],
+                                    "the key dictionary's staging of key column " + std::to_string(c));
+      }
     }
     cl::Buffer staged_ids;
     if (device_ids == nullptr) staged_ids = ctx_.buffer(block_rows * sizeof(std::uint32_t), "the key dictionary's staged ids");
-    staging_bytes_ = block_rows * (key::key_bytes + (device_ids == nullptr ? sizeof(std::uint32_t) : 0));
-    auto& queue = ctx_.compute_queue();
-    for (std::uint64_t first = 0; first < rows; first += block_rows) {
+    staging_bytes_ = sets * block_rows * key::key_bytes + (device_ids == nullptr ? block_rows * sizeof(std::uint32_t) : 0);
+    auto& transfer = ctx_.transfer_queue();
+    // No copy from the caller's memory outlives this call, an error's included.
+    struct finish_copies {
+      cl::CommandQueue& queue;
+      ~finish_copies() { (void)queue.finish(); }
+    } finish{transfer};
+    std::vector<cl::Event> copied(sets);  // per set: its keys' last copy (the transfer queue is in order)
+    const auto copy_keys = [&](std::uint64_t first, std::size_t set) {
       const std::uint64_t n = std::min(block_rows, rows - first);
       for (std::size_t c = 0; c < key::columns; ++c) {
         const auto* from = static_cast<const unsigned char*>(key_columns[c]) + first * key::column_bytes[c];
-        check(queue.enqueueWriteBuffer(staged[c].buffer, CL_FALSE, 0, n * key::column_bytes[c], from),
+        check(transfer.enqueueWriteBuffer(staged[set][c].buffer, CL_FALSE, 0, n * key::column_bytes[c], from, nullptr,
+                                          c + 1 == key::columns ? &copied[set] : nullptr),
               "copying key columns to the device");
       }
+      check(transfer.flush(), "starting the key columns' copy");
+    };
+    copy_keys(0, 0);
+    std::size_t block = 0;
+    for (std::uint64_t first = 0; first < rows; first += block_rows, ++block) {
+      const std::uint64_t n = std::min(block_rows, rows - first);
+      const std::size_t set = block % sets;
+      // The other set's last block was encoded (encode waits for its counters): it is free.
+      if (first + block_rows < rows) copy_keys(first + block_rows, (block + 1) % sets);
+      const std::vector<cl::Event> ready{copied[set]};
       if (device_ids != nullptr) {
-        encode(staged, n, *device_ids, first);
+        encode(staged[set], n, *device_ids, first, &ready);
         continue;
       }
-      encode(staged, n, staged_ids, 0);
-      check(queue.enqueueReadBuffer(staged_ids, CL_TRUE, 0, n * sizeof(std::uint32_t), ids + first),
+      encode(staged[set], n, staged_ids, 0, &ready);
+      check(ctx_.compute_queue().enqueueReadBuffer(staged_ids, CL_TRUE, 0, n * sizeof(std::uint32_t), ids + first),
             "reading the key dictionary's ids");
     }
   }
@@ -201,7 +226,8 @@ class key_dictionary {
 
   /// A grid-stride launch over `items`: 256-wide groups (or the kernel's limit), at most 64 per
   /// compute unit.
-  void launch(cl::Kernel& kernel, std::uint64_t items, cl::Event* done, const char* what) {
+  void launch(cl::Kernel& kernel, std::uint64_t items, cl::Event* done, const char* what,
+              const std::vector<cl::Event>* wait = nullptr) {
     std::size_t limit = 0;
     check(kernel.getWorkGroupInfo(ctx_.device(), CL_KERNEL_WORK_GROUP_SIZE, &limit), "querying a work-group limit");
     const std::size_t local = std::min<std::size_t>(256, power_of_two_below(std::max<std::size_t>(limit, 1)));
@@ -209,7 +235,7 @@ class key_dictionary {
                                                            std::uint64_t{ctx_.info().compute_units} * 64);
     check(ctx_.compute_queue().enqueueNDRangeKernel(kernel, cl::NullRange,
                                                     cl::NDRange(static_cast<std::size_t>(groups * local)),
-                                                    cl::NDRange(local), nullptr, done),
+                                                    cl::NDRange(local), wait, done),
           what);
   }
 
