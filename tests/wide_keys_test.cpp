@@ -131,6 +131,11 @@ result<key_tuple<K...>, O...> read_back(const device_result<key_tuple<K...>, O..
   return r;
 }
 
+/// `rows` zipf rows of two key columns (uint64, int64) over `groups` tuples.
+wide_rows<std::uint64_t, std::int64_t> zipf_pairs(std::size_t groups, std::size_t rows, std::mt19937_64& rng) {
+  return draw_rows(tuple_dictionary<std::uint64_t, std::int64_t>(groups, rng), rows, distribution::zipf, rng);
+}
+
 template <class... K>
 void run_matrix(std::size_t groups, std::size_t rows) {
   const auto seed = fresh_seed();
@@ -171,8 +176,7 @@ TEST_CASE("wide keys from every input kind: vector, span, device columns with an
   const auto seed = fresh_seed();
   CAPTURE(seed);
   std::mt19937_64 rng(seed);
-  const auto dictionary = tuple_dictionary<std::uint64_t, std::int64_t>(5'000, rng);
-  const auto in = draw_rows(dictionary, 50'000, distribution::zipf, rng);
+  const auto in = zipf_pairs(5'000, 50'000, rng);
   const auto& a = std::get<0>(in.columns);
   const auto& b = std::get<1>(in.columns);
   const auto v = random_values<double>(in.size(), rng);
@@ -197,8 +201,7 @@ TEST_CASE("host input: the query over ids on device copies (ids kept, values cop
   const auto seed = fresh_seed();
   CAPTURE(seed);
   std::mt19937_64 rng(seed);
-  const auto dictionary = tuple_dictionary<std::uint64_t, std::int64_t>(4'000, rng);
-  const auto in = draw_rows(dictionary, 70'000, distribution::zipf, rng);
+  const auto in = zipf_pairs(4'000, 70'000, rng);
   const auto& a = std::get<0>(in.columns);
   const auto& b = std::get<1>(in.columns);
   const auto v = random_values<std::int64_t>(in.size(), rng);
