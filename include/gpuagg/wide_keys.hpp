@@ -9,8 +9,8 @@
 // keys; on dense ids direct addressing replaces it. A WHERE clause applies in step 2, so a row
 // that fails it may take an id but never makes a group.
 
-#include <array>
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <optional>
@@ -98,11 +98,11 @@ inline bool wide_ids_on_device(std::uint64_t rows, const std::vector<column_data
 }
 
 /// Host value columns copied to new device buffers for the query over ids: pinned columns
-/// straight, pageable ones through pinned staging where that pays (readback.hpp). The copies
-/// are queued on the compute queue, ahead of the query that reads them.
+/// straight (queued on the compute queue, ahead of the query that reads them), pageable ones
+/// through pinned staging where that pays (readback.hpp), else copied before this returns.
 template <class ValueTuple>
-auto values_on_device(context& ctx, const ValueTuple& value_tuple, const std::vector<column_data>& data,
-                      std::uint64_t rows) {
+auto values_on_device(context& ctx, const ValueTuple& value_tuple, std::uint64_t rows) {
+  const std::vector<column_data> data = column_data_of(value_tuple);
   std::uint64_t pageable_bytes = 0;
   std::size_t pageable_columns = 0;
   for (const auto& c : data) {
@@ -116,10 +116,12 @@ auto values_on_device(context& ctx, const ValueTuple& value_tuple, const std::ve
     using T = column_element_t<std::remove_cvref_t<std::tuple_element_t<I, ValueTuple>>>;
     const std::uint64_t bytes = rows * sizeof(T);
     cl::Buffer buffer = ctx.buffer(bytes, "a value column of the query over ids");
-    if (staging.active() && !ctx.is_pinned(data[I].host, bytes)) {
+    const bool pinned = ctx.is_pinned(data[I].host, bytes);
+    if (staging.active() && !pinned) {
       staging.write(queue, buffer, data[I].host, bytes, "copying a value column to the device");
     } else {
-      check(queue.enqueueWriteBuffer(buffer, CL_FALSE, 0, bytes, data[I].host), "copying a value column to the device");
+      check(queue.enqueueWriteBuffer(buffer, pinned ? CL_FALSE : CL_TRUE, 0, bytes, data[I].host),
+            "copying a value column to the device");
     }
     return device_column<T>(buffer, rows);
   };
@@ -231,7 +233,7 @@ auto wide_group_by(const std::tuple<const KeyColumns&...>& key_columns, const Va
   if (ids_on_device.value_or(wide_ids_on_device(rows, value_columns, ctx.info())) && rows > 0) {
     cl::Buffer ids = ctx.buffer(rows * sizeof(std::uint32_t), "the key dictionary's ids");
     dict.encode_host(hosts, rows, nullptr, block_rows, &ids);
-    const auto device_values = values_on_device(ctx, value_tuple, value_columns, rows);
+    const auto device_values = values_on_device(ctx, value_tuple, rows);
     set_domain();
     const double encoding = std::chrono::duration<double>(clock::now() - started).count();
     std::uint64_t held = dict.device_bytes() + rows * sizeof(std::uint32_t);
