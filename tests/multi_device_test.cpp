@@ -426,6 +426,53 @@ TEST_CASE("a slow device takes fewer blocks; the result stays exact") {
   }
 }
 
+TEST_CASE("host input shared by the members: one key sample and one group estimate serve them all") {
+  const auto seed = fresh_seed();
+  CAPTURE(seed);
+  std::mt19937_64 rng(seed);
+  const auto keys = draw_keys(key_dictionary<std::uint32_t>(20'000, rng), 300'000, distribution::uniform, rng);
+  const auto vals = random_values<std::int64_t>(keys.size(), rng);
+  const auto& devices = two_devices();
+  for (const bool hinted : {false, true}) {
+    CAPTURE(hinted);
+    options opts = small_blocks();
+    if (hinted) opts.expected_groups = 20'000;
+    detail::shared_estimate estimate;
+    const auto r = detail::run_on_devices(
+        devices, detail::column_list(keys, detail::as_value_tuple(vals)), opts,
+        [&](const options& mine) {
+          return detail::make_driver<std::remove_const_t<decltype(all_kinds)>>(keys, vals, mine, false, &estimate);
+        },
+        [](auto& d) { return finalize_all_kinds(d); });
+    check_equal(r.result, all_kinds_reference(keys, vals));
+    CHECK(estimate.computed() == 1);  // the other member waited for it
+    REQUIRE(r.stats.devices.size() == 2);
+    const auto& first = r.stats.devices[0].stats;
+    const auto& second = r.stats.devices[1].stats;
+    CHECK(first.expected_groups == second.expected_groups);
+    CHECK(first.estimate_source == second.estimate_source);
+    CHECK(first.estimate_source == (hinted ? estimate_source::hint : first.estimate_source));
+    CHECK(first.expected_groups_estimated == !hinted);
+    if (!hinted) {
+      // Within 2x of the true groups, as one driver's own estimate is (estimate_test).
+      CHECK(double(first.expected_groups) >= 0.5 * 20'000);
+      CHECK(double(first.expected_groups) <= 2.0 * 20'000);
+    }
+  }
+  // A member whose set-up fails before the estimate is made: the other computes its own, and
+  // the query fails with the first error.
+  detail::shared_estimate failing;
+  CHECK_THROWS_AS(failing.get([]() -> detail::input_estimate { throw out_of_memory_error(1, 0, "a test"); }),
+                  out_of_memory_error);
+  const auto own = failing.get([] {
+    detail::input_estimate e;
+    e.groups = 7;
+    return e;
+  });
+  CHECK(own.groups == 7);
+  CHECK(failing.computed() == 1);
+}
+
 TEST_CASE("participation: a member found too slow twice in a row sits out the next queries, then takes part again") {
   detail::participation_record record;
   const std::vector<bool> all{true, true, true};

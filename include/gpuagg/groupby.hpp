@@ -150,7 +150,8 @@ std::vector<column_data> column_list(const key_columns_ref<KeyColumns...>& keys,
 }
 
 template <class Query, key_input KeyColumn, class Values>
-auto make_driver(const KeyColumn& keys, const Values& values, const options& opts, bool restartable) {
+auto make_driver(const KeyColumn& keys, const Values& values, const options& opts, bool restartable,
+                 shared_estimate* shared = nullptr) {
   const auto& tuple = as_value_tuple(values);
   using bound = typename bound_for<KeyColumn, Query, std::remove_cvref_t<decltype(tuple)>>::type;
   if constexpr (bound::scheme::is_identity) {
@@ -158,7 +159,7 @@ auto make_driver(const KeyColumn& keys, const Values& values, const options& opt
     if (opts.domain) opts.domain->check<typename bound::key::domain_type>();
   }
   context& ctx = opts.ctx ? *opts.ctx : default_context();
-  return std::make_unique<aggregation_driver<bound>>(ctx, opts, column_list(keys, tuple), restartable);
+  return std::make_unique<aggregation_driver<bound>>(ctx, opts, column_list(keys, tuple), restartable, shared);
 }
 
 /// Runs one query through `attempt(restartable)` (make a driver, run it, finish its result):

@@ -47,11 +47,14 @@ auto group_by(const device_set& devices, const KeyColumn& keys, const Values& va
   const auto& tuple = detail::as_value_tuple(values);
   using bound = typename detail::bound_for<KeyColumn, Query, std::remove_cvref_t<decltype(tuple)>>::type;
   using finisher = detail::host_result_for<typename bound::key::value_type, typename bound::output_tuple>;
+  (void)query;
   detail::check_device_set(devices, opts);  // an empty set's typed error before its record is read
   const auto take_part = devices.participation().take_part(devices.size());
+  // Every member reads the same host rows: one key sample and one group estimate serve all.
+  detail::shared_estimate estimate;
   auto r = detail::run_on_devices(
       devices, detail::column_list(keys, tuple), opts,
-      [&](const options& mine) { return make_driver(keys, values, query, mine); },
+      [&](const options& mine) { return detail::make_driver<Query>(keys, values, mine, false, &estimate); },
       [](auto& driver) { return finisher::finalize(driver); }, take_part);
   std::vector<bool> too_slow;
   for (const auto& d : r.stats.devices) too_slow.push_back(d.too_slow);

@@ -47,6 +47,7 @@
 #include "../source.hpp"
 #include "../strategy.hpp"
 #include "key_sample.hpp"
+#include "shared_estimate.hpp"
 
 namespace gpuagg {
 
@@ -145,9 +146,11 @@ class aggregation_driver {
   /// all on the device.
   /// `restartable`: the caller runs the query again (with restartable false) when it throws
   /// detail::spill_overflow, so the plan may size the spill area for the table
-  /// (query_planner::compact_spill).
+  /// (query_planner::compact_spill). `shared`: host input whose rows other drivers (of other
+  /// devices) share: their key sample's profile and group estimate are made once, by the first
+  /// to need them (driver/shared_estimate.hpp).
   aggregation_driver(context& ctx, const options& opts, std::vector<detail::column_data> columns,
-                     bool restartable = false);
+                     bool restartable = false, detail::shared_estimate* shared = nullptr);
   aggregation_driver(const aggregation_driver&) = delete;
   aggregation_driver& operator=(const aggregation_driver&) = delete;
   ~aggregation_driver();
@@ -417,6 +420,7 @@ class aggregation_driver {
   std::uint64_t rows_ = 0;
   bool on_device_ = false;
   bool restartable_ = false;
+  detail::shared_estimate* shared_ = nullptr;  // host input's estimate, made once for several drivers
   std::size_t block_rows_ = 0;
   std::size_t slice_rows_ = 0;     // rows of run_block()'s blocks (the tuner's)
   std::uint64_t next_row_ = 0;     // the first row not yet enqueued

@@ -16,9 +16,9 @@ namespace gpuagg {
 
 template <class Bound>
 aggregation_driver<Bound>::aggregation_driver(context& ctx, const options& opts, std::vector<detail::column_data> columns,
-                                              bool restartable)
+                                              bool restartable, detail::shared_estimate* shared)
     : ctx_(ctx), opts_(opts), columns_(std::move(columns)), started_(std::chrono::steady_clock::now()),
-      restartable_(restartable) {
+      restartable_(restartable), shared_(shared) {
   validate();
   rows_ = columns_.front().rows;
   on_device_ = columns_.front().on_device();
@@ -82,26 +82,49 @@ void aggregation_driver<Bound>::setup() {
   // strategy, the run cache and the hot-key table follow, the runs the configuration follows;
   // skipped only when the caller fixed every one of these.
   const bool estimate = !identity_scheme && !opts_.expected_groups;
-  detail::sample_profile profile;
-  if (estimate || !opts_.strategy || !opts_.config || !opts_.run_cache || opts_.hot_table.value_or(true)) {
-    detail::phase_clock sampling(stats_.host.sample);
-    const auto sample = sample_keys();
-    sampling.stop();
-    const detail::phase_clock counting(stats_.host.profile);
-    const std::size_t n = sample.size() / 2;
-    profile = detail::profile_sample(std::span<const bits_type>(sample.data(), n),
-                                     std::span<const bits_type>(sample.data() + n, n));
-  }
-  hot_key_ = static_cast<bits_type>(profile.hottest_key);
-  group_estimate groups;
-  if constexpr (identity_scheme) {
-    groups = {opts_.domain->size, estimate_source::domain};
-  } else if (opts_.expected_groups) {
-    groups = {std::max<std::uint64_t>(*opts_.expected_groups, 1), estimate_source::hint};
+  const auto profile_and_estimate = [&] {
+    detail::input_estimate found;
+    if (estimate || !opts_.strategy || !opts_.config || !opts_.run_cache || opts_.hot_table.value_or(true)) {
+      detail::phase_clock sampling(stats_.host.sample);
+      const auto sample = sample_keys();
+      sampling.stop();
+      const detail::phase_clock counting(stats_.host.profile);
+      const std::size_t n = sample.size() / 2;
+      found.profile = detail::profile_sample(std::span<const bits_type>(sample.data(), n),
+                                             std::span<const bits_type>(sample.data() + n, n));
+    }
+    if constexpr (identity_scheme) {
+      found.groups = opts_.domain->size;
+      found.source = estimate_source::domain;
+    } else if (opts_.expected_groups) {
+      found.groups = std::max<std::uint64_t>(*opts_.expected_groups, 1);
+      found.source = estimate_source::hint;
+    } else {
+      const detail::phase_clock clock(stats_.host.estimate);
+      const auto groups = estimate_groups(found.profile);
+      found.groups = groups.groups;
+      found.source = groups.source;
+    }
+    return found;
+  };
+  detail::input_estimate found;
+  if (shared_ != nullptr && !on_device_) {
+    // Another driver's set-up may be making it: a wait for it counts as this one's estimate.
+    bool made_here = false;
+    double waited = 0;
+    detail::phase_clock waiting(waited);
+    found = shared_->get([&] {
+      made_here = true;
+      return profile_and_estimate();
+    });
+    waiting.stop();
+    if (!made_here) stats_.host.estimate += waited;
   } else {
-    const detail::phase_clock clock(stats_.host.estimate);
-    groups = estimate_groups(profile);
+    found = profile_and_estimate();
   }
+  const detail::sample_profile& profile = found.profile;
+  hot_key_ = static_cast<bits_type>(profile.hottest_key);
+  const group_estimate groups{found.groups, found.source};
   stats_.expected_groups = groups.groups;
   stats_.expected_groups_estimated = estimate;
   stats_.estimate_source = groups.source;

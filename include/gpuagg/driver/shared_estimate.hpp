@@ -1,0 +1,72 @@
+#pragma once
+// The key sample's profile and the group estimate of one host input, made once for the drivers
+// of several devices that take blocks of the same rows (group_by over a device_set): each
+// would sample the same keys and sketch the same strided rows on the same host cores, at the
+// same time, before its first block.
+
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <optional>
+
+#include "../estimate.hpp"
+#include "key_sample.hpp"
+
+namespace gpuagg::detail {
+
+/// What one driver's set-up found for the input, for the others.
+struct input_estimate {
+  sample_profile profile;
+  std::uint64_t groups = 1;
+  estimate_source source = estimate_source::none;
+};
+
+/// The first driver to ask computes the estimate; the others wait for it. Should the first
+/// fail, the others compute their own (its error fails the query anyway).
+class shared_estimate {
+ public:
+  template <class Compute>
+  input_estimate get(Compute&& compute) {
+    std::unique_lock lock(mutex_);
+    if (!claimed_) {
+      claimed_ = true;
+      lock.unlock();
+      try {
+        input_estimate made = compute();
+        lock.lock();
+        ++computed_;
+        value_ = made;
+        done_.notify_all();
+        return made;
+      } catch (...) {
+        lock.lock();
+        failed_ = true;
+        done_.notify_all();
+        throw;
+      }
+    }
+    done_.wait(lock, [&] { return value_.has_value() || failed_; });
+    if (value_) return *value_;
+    lock.unlock();
+    input_estimate own = compute();
+    lock.lock();
+    ++computed_;
+    return own;
+  }
+
+  /// Estimates computed through get(): 1 when every driver after the first waited for it.
+  unsigned computed() const {
+    std::lock_guard lock(mutex_);
+    return computed_;
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  std::condition_variable done_;
+  std::optional<input_estimate> value_;
+  bool claimed_ = false;
+  bool failed_ = false;
+  unsigned computed_ = 0;
+};
+
+}  // namespace gpuagg::detail
