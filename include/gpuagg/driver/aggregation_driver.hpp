@@ -337,6 +337,12 @@ class aggregation_driver {
     for (std::size_t c = 0; c < key_policy::columns; ++c) hosts[c] = columns_[c].host;
     return hosts;
   }
+  /// Asks the cache for row `row` of every host key column (strided reads: sample, sketch).
+  static void prefetch_host_keys(const std::array<const void*, key_policy::columns>& hosts, std::uint64_t row) {
+    for (std::size_t c = 0; c < key_policy::columns; ++c) {
+      __builtin_prefetch(static_cast<const char*>(hosts[c]) + row * key_policy::column_bytes[c]);
+    }
+  }
   std::vector<cl::Buffer> device_key_columns() const {
     std::vector<cl::Buffer> buffers;
     for (std::size_t c = 0; c < key_policy::columns; ++c) buffers.push_back(columns_[c].device);

@@ -28,6 +28,7 @@ auto aggregation_driver<Bound>::sample_keys() -> std::vector<bits_type> {
     const auto hosts = host_key_columns();
     for (std::size_t i = 0; i < n; ++i) {
       const std::uint64_t row = i * stride;
+      if (i + detail::sketch_prefetch_rows < n) prefetch_host_keys(hosts, row + detail::sketch_prefetch_rows * stride);
       sample[i] = key_policy::load_bits(hosts.data(), row);
       sample[n + i] = key_policy::load_bits(hosts.data(), row + 1 < rows_ ? row + 1 : row);
     }
@@ -72,7 +73,7 @@ auto aggregation_driver<Bound>::estimate_groups(const detail::sample_profile& pr
     const auto hosts = host_key_columns();
     return detail::sketch_host_rows(
         [&](std::uint64_t row) { return std::uint64_t(key_policy::load_bits(hosts.data(), row)); }, rows_, stride, n,
-        threads);
+        threads, [&](std::uint64_t row) { prefetch_host_keys(hosts, row); });
   };
   const auto every = [&] {
     return sketch_on_device(device_key_columns(), false, key.offset, 1, rows_, key.offset + rows_, false);
