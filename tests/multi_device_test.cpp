@@ -466,10 +466,10 @@ TEST_CASE("host input shared by the members: one key sample and one group estima
                   out_of_memory_error);
   const auto own = failing.get([] {
     detail::input_estimate e;
-    e.groups = 7;
+    e.estimate.groups = 7;
     return e;
   });
-  CHECK(own.groups == 7);
+  CHECK(own.estimate.groups == 7);
   CHECK(failing.computed() == 1);
 }
 

@@ -94,16 +94,13 @@ void aggregation_driver<Bound>::setup() {
                                              std::span<const bits_type>(sample.data() + n, n));
     }
     if constexpr (identity_scheme) {
-      found.groups = opts_.domain->size;
-      found.source = estimate_source::domain;
+      found.estimate = {opts_.domain->size, estimate_source::domain};
     } else if (opts_.expected_groups) {
-      found.groups = std::max<std::uint64_t>(*opts_.expected_groups, 1);
-      found.source = estimate_source::hint;
+      found.estimate = {std::max<std::uint64_t>(*opts_.expected_groups, 1), estimate_source::hint};
     } else {
       const detail::phase_clock clock(stats_.host.estimate);
       const auto groups = estimate_groups(found.profile);
-      found.groups = groups.groups;
-      found.source = groups.source;
+      found.estimate = {groups.groups, groups.source};
     }
     return found;
   };
@@ -124,7 +121,7 @@ void aggregation_driver<Bound>::setup() {
   }
   const detail::sample_profile& profile = found.profile;
   hot_key_ = static_cast<bits_type>(profile.hottest_key);
-  const group_estimate groups{found.groups, found.source};
+  const group_estimate groups{found.estimate.groups, found.estimate.source};
   stats_.expected_groups = groups.groups;
   stats_.expected_groups_estimated = estimate;
   stats_.estimate_source = groups.source;

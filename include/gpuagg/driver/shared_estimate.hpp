@@ -17,8 +17,7 @@ namespace gpuagg::detail {
 /// What one driver's set-up found for the input, for the others.
 struct input_estimate {
   sample_profile profile;
-  std::uint64_t groups = 1;
-  estimate_source source = estimate_source::none;
+  staged_estimate estimate{1, estimate_source::none};
 };
 
 /// The first driver to ask computes the estimate; the others wait for it. Should the first

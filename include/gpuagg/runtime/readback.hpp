@@ -27,9 +27,8 @@ namespace gpuagg::detail {
 
 /// Copies of at least this many bytes in all are staged, and copies of more than two buffers
 /// whatever their size: each copy to pageable memory goes through the driver's bounce buffer on
-/// its own, while copies to pinned memory queue up behind one another. On the H100, FINALIZE's
-/// ten columns of four groups (TPC-H Q1) came back in 0.22 ms staged against 0.41 ms not, two
-/// columns of 768 KiB in 0.05 against 0.09 ms, two of 12 KiB in 0.06 against 0.05 ms.
+/// its own, while copies to pinned memory queue up behind one another (docs/decisions.md has
+/// the measurements behind both bounds).
 inline constexpr std::uint64_t min_staged_bytes = std::uint64_t{128} << 10;
 inline constexpr std::size_t min_staged_copies = 3;
 
