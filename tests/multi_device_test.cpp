@@ -148,14 +148,16 @@ TEST_CASE("the shared queue: a device's speed from its finished blocks, a slow d
   // memory first touched). It keeps taking blocks: its speed counts from its first finished
   // block on, and its probes compare with the other's probes, not with the other's full blocks
   // (on which it would be 0.11 of the other). Each member asks when its oldest block in flight
-  // finishes, as a driver does.
+  // finishes, as a driver does. The queue runs on a simulated clock (no sleeps: a loaded test
+  // machine would stretch them).
   detail::block_queue warming(std::uint64_t{1} << 40, 2);
-  const auto t0 = std::chrono::steady_clock::now();
+  const auto t0 = std::chrono::steady_clock::time_point{} + std::chrono::hours(1);
+  auto clock = t0;
   std::deque<std::chrono::steady_clock::time_point> finishes[2];
   const auto take = [&](std::size_t d) {
-    const auto r = warming.next(d, limit, 2);
+    const auto r = warming.next(d, limit, 2, clock);
     if (!r) return false;
-    const auto begin = finishes[d].empty() ? std::chrono::steady_clock::now() : finishes[d].back();
+    const auto begin = finishes[d].empty() ? clock : finishes[d].back();
     auto end = begin + std::chrono::microseconds(2000 + r->second * 100 / detail::min_shared_block_rows);
     if (d == 1 && warming.blocks_of(1) == 1) end += std::chrono::milliseconds(60);
     finishes[d].push_back(end);
@@ -165,9 +167,9 @@ TEST_CASE("the shared queue: a device's speed from its finished blocks, a slow d
     for (int k = 0; k < 2; ++k) REQUIRE(take(d));
   }
   bool taking[2] = {true, true};
-  while (std::chrono::steady_clock::now() < t0 + std::chrono::milliseconds(150) && (taking[0] || taking[1])) {
+  while (clock < t0 + std::chrono::milliseconds(150) && (taking[0] || taking[1])) {
     const std::size_t d = !taking[1] || (taking[0] && finishes[0].front() <= finishes[1].front()) ? 0 : 1;
-    std::this_thread::sleep_until(finishes[d].front());
+    clock = finishes[d].front();
     finishes[d].pop_front();
     taking[d] = take(d);
   }
@@ -175,20 +177,21 @@ TEST_CASE("the shared queue: a device's speed from its finished blocks, a slow d
   CHECK_FALSE(warming.too_slow(1));
   CHECK(warming.rows_of(1) > 4 * detail::min_shared_block_rows);  // larger blocks once measured
 
-  // With rows enough for both, a member at about a twentieth of the other's speed stops after
-  // its probes; the fast member then takes every remaining row.
+  // With rows enough for both, a member far slower than the other stops after its probes; the
+  // fast member then takes every remaining row.
   detail::block_queue long_queue(std::uint64_t{1} << 40, 2);
+  const auto start = t0 + std::chrono::seconds(1);
   for (std::size_t d : {0u, 1u}) {
-    for (int k = 0; k < 2; ++k) REQUIRE(long_queue.next(d, limit, 2));
+    for (int k = 0; k < 2; ++k) REQUIRE(long_queue.next(d, limit, 2, start));
   }
-  const auto start = std::chrono::steady_clock::now();
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  REQUIRE(long_queue.next(1, limit, 2));  // its first probe finished after 100 ms: 2^18 rows
-  // Device 0 finishes 2^18-row probes, then full blocks, at about 20 x device 1's rate.
-  for (int k = 0; k < 40; ++k) REQUIRE(long_queue.next(0, limit, 2));
-  std::this_thread::sleep_until(start + std::chrono::milliseconds(190));
-  CHECK_FALSE(long_queue.next(1, limit, 2));
-  CHECK(long_queue.next(0, limit, 2));
+  // Device 1's first probe finished after 100 ms: 2^18 rows.
+  REQUIRE(long_queue.next(1, limit, 2, start + std::chrono::milliseconds(100)));
+  // Device 0 finishes 2^18-row probes, then full blocks, 0.1 ms apart.
+  for (int k = 0; k < 40; ++k) {
+    REQUIRE(long_queue.next(0, limit, 2, start + std::chrono::milliseconds(100) + std::chrono::microseconds(100 * (k + 1))));
+  }
+  CHECK_FALSE(long_queue.next(1, limit, 2, start + std::chrono::milliseconds(190)));
+  CHECK(long_queue.next(0, limit, 2, start + std::chrono::milliseconds(191)));
 }
 
 TEST_CASE("the partials merge on the member that aggregated the most rows") {

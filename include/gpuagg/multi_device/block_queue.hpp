@@ -33,7 +33,11 @@ class block_queue {
   /// (its first transfers, host memory it touches first, its queue filling), which can make a
   /// device as fast as the others look many times slower on a probe-sized block.
   std::optional<range> next(std::size_t device, std::uint64_t limit, std::size_t window = 2) {
-    const auto now = std::chrono::steady_clock::now();
+    return next(device, limit, window, std::chrono::steady_clock::now());
+  }
+  /// The same at time `now` (the request's; tests drive the queue on a clock of their own).
+  std::optional<range> next(std::size_t device, std::uint64_t limit, std::size_t window,
+                            std::chrono::steady_clock::time_point now) {
     const std::lock_guard lock(mutex_);
     if (cancelled_ || cursor_ >= rows_) return std::nullopt;
     auto& mine = devices_[device];
