@@ -1106,3 +1106,71 @@ TEST_CASE("copies between a GPU and pageable memory are staged from 128 KiB or f
     CHECK_FALSE(detail::stage_host_copies("sm_90", 0, 10));             // nothing to copy
   }
 }
+
+TEST_CASE("a large host result's columns are sized while the device aggregates; only at most twice its rows") {
+  // The rule: from 8 MiB of result on, on GPUs; GPUAGG_HOST_STAGING=always or never sets it too.
+  const char* forced = std::getenv("GPUAGG_HOST_STAGING");
+  const std::string mode = forced ? forced : "";
+  CAPTURE(mode);
+  if (mode.empty()) {
+    CHECK(detail::presized_result_rows("sm_90", 1 << 10, 12) == 0);           // 12 KiB: sized at FINALIZE
+    CHECK(detail::presized_result_rows("sm_90", 1 << 24, 12) == (1 << 24) + (1 << 21) + 1);
+    CHECK(detail::presized_result_rows("cpu", 1 << 24, 12) == 0);             // the device's own cores
+  } else if (mode == "always") {
+    CHECK(detail::presized_result_rows("cpu", 1 << 10, 12) == (1 << 10) + (1 << 7) + 1);
+  }
+
+  // The sized result: cut to n rows when it was sized for n to 2n rows, else none.
+  using host = result<std::uint32_t, std::uint64_t, double>;
+  {
+    detail::presized_result<host> early(1000);
+    const auto r = early.take(700);
+    REQUIRE(r.has_value());
+    CHECK(r->keys.size() == 700);
+    CHECK(std::get<0>(r->columns).size() == 700);
+    CHECK(std::get<1>(r->columns).size() == 700);
+  }
+  CHECK_FALSE(detail::presized_result<host>(1000).take(1001).has_value());  // too small
+  CHECK_FALSE(detail::presized_result<host>(1000).take(499).has_value());   // more than twice the rows
+  CHECK_FALSE(detail::presized_result<host>(0).take(0).has_value());        // none started
+  {
+    detail::presized_result<result<std::tuple<std::uint8_t, std::int64_t>, std::int64_t>> early(64);
+    const auto r = early.take(40);
+    REQUIRE(r.has_value());
+    CHECK(r->keys.size() == 40);
+    CHECK(std::get<1>(r->keys.columns).size() == 40);
+  }
+
+  // End to end on PoCL with the rule forced on: the estimate close, far too low (the table grows
+  // past the sized rows) and far too high; exact each time, presized only where it fit.
+  const std::string before = mode;
+  setenv("GPUAGG_HOST_STAGING", "always", 1);
+  const auto seed = fresh_seed();
+  CAPTURE(seed);
+  std::mt19937_64 rng(seed);
+  const auto in = make_input(200'000, 5'000, distribution::uniform, rng);
+  const auto expected = reference(in);
+  check_same(group_by(in.keys, in.vals, sum_count_min), expected);
+  options hinted;
+  hinted.expected_groups = 5'000;
+  const auto fits = group_by(in.keys, in.vals, sum_count_min, hinted);
+  CHECK(fits.stats.result_presized);
+  check_same(fits, expected);
+  hinted.expected_groups = 100;
+  const auto low = group_by(in.keys, in.vals, sum_count_min, hinted);
+  CHECK_FALSE(low.stats.result_presized);
+  check_same(low, expected);
+  hinted.expected_groups = 50'000;
+  const auto high = group_by(in.keys, in.vals, sum_count_min, hinted);
+  CHECK_FALSE(high.stats.result_presized);
+  check_same(high, expected);
+  hinted.expected_groups = 5'000;
+  const auto tuned_result = tuned_group_by(in.keys, in.vals, sum_count_min, hinted);
+  CHECK(tuned_result.result.stats.result_presized);
+  check_same(tuned_result.result, expected);
+  if (before.empty()) {
+    unsetenv("GPUAGG_HOST_STAGING");
+  } else {
+    setenv("GPUAGG_HOST_STAGING", before.c_str(), 1);
+  }
+}

@@ -9,6 +9,7 @@
 //   // r.keys[i], r.column<0>()[i]
 
 #include <cstddef>
+#include <memory>
 #include <optional>
 #include <span>
 #include <sstream>
@@ -126,8 +127,18 @@ struct host_result_for;
 template <class Key, class... Outputs>
 struct host_result_for<Key, std::tuple<Outputs...>> {
   using type = result<Key, Outputs...>;
+  /// The result's columns, sized on a thread while the driver's blocks run, where
+  /// runtime/readback.hpp says so for the groups the driver planned for.
   template <class Driver>
-  static type finalize(Driver& driver) { return driver.template finalize_to_host<Outputs...>(); }
+  static std::unique_ptr<presized_result<type>> presize(const Driver& driver) {
+    const std::uint64_t bytes_per_group = sizeof(Key) + (sizeof(Outputs) + ... + 0);
+    return std::make_unique<presized_result<type>>(
+        presized_result_rows(driver.device().architecture, driver.planned_groups(), bytes_per_group));
+  }
+  template <class Driver>
+  static type finalize(Driver& driver, presized_result<type>* early = nullptr) {
+    return driver.template finalize_to_host<Outputs...>(early);
+  }
   template <class Driver>
   static device_result<Key, Outputs...> finalize_on_device(Driver& driver) {
     return driver.template finalize_on_device<Outputs...>();
@@ -264,11 +275,13 @@ auto run_default_query(const KeyColumn& keys, const Values& values, const option
     auto driver = make_driver<Query>(keys, values, opts, restartable);
     using bound = typename std::remove_reference_t<decltype(*driver)>::bound_type;
     using finisher = host_result_for<typename bound::key::value_type, typename bound::output_tuple>;
-    run_query<tuner_params{}>(*driver, opts);
     if constexpr (on_device) {
+      run_query<tuner_params{}>(*driver, opts);
       return finisher::finalize_on_device(*driver);
     } else {
-      return finisher::finalize(*driver);
+      const auto early = finisher::presize(*driver);
+      run_query<tuner_params{}>(*driver, opts);
+      return finisher::finalize(*driver, early.get());
     }
   });
 }
@@ -298,8 +311,9 @@ auto tuned_group_by(const KeyColumn& keys, const Values& values, Query query, co
   auto driver = make_driver(keys, values, query, opts);
   using bound = typename std::remove_reference_t<decltype(*driver)>::bound_type;
   using finisher = detail::host_result_for<typename bound::key::value_type, typename bound::output_tuple>;
+  const auto early = finisher::presize(*driver);
   auto report = detail::run_query<Params>(*driver, opts, /*forced=*/true);
-  auto r = finisher::finalize(*driver);
+  auto r = finisher::finalize(*driver, early.get());
   return tuned<decltype(r)>{std::move(r), report.value_or(tuning_report{})};
 }
 

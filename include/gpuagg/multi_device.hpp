@@ -52,10 +52,15 @@ auto group_by(const device_set& devices, const KeyColumn& keys, const Values& va
   const auto take_part = devices.participation().take_part(devices.size());
   // Every member reads the same host rows: one key sample and one group estimate serve all.
   detail::shared_estimate estimate;
+  detail::first_presize<finisher> early;
   auto r = detail::run_on_devices(
       devices, detail::column_list(keys, tuple), opts,
-      [&](const options& mine) { return detail::make_driver<Query>(keys, values, mine, false, &estimate); },
-      [](auto& driver) { return finisher::finalize(driver); }, take_part);
+      [&](const options& mine) {
+        auto driver = detail::make_driver<Query>(keys, values, mine, false, &estimate);
+        early.start(*driver);
+        return driver;
+      },
+      [&](auto& driver) { return finisher::finalize(driver, early.get()); }, take_part);
   std::vector<bool> too_slow;
   for (const auto& d : r.stats.devices) too_slow.push_back(d.too_slow);
   devices.participation().record(take_part, too_slow);
@@ -84,11 +89,16 @@ auto group_by_parts(const device_set& devices, const std::vector<KeyColumn>& key
   for (std::size_t i = 0; i < key_parts.size() && i < devices.size(); ++i) {
     in_place.add(devices[i], detail::column_list(key_parts[i], detail::as_value_tuple(value_parts[i])));
   }
+  detail::first_presize<finisher> early;
   return detail::run_parts_on_devices(
       devices, key_parts.size(), opts,
-      [&](std::size_t i, const options& mine) { return make_driver(key_parts[i], value_parts[i], query, mine); },
+      [&](std::size_t i, const options& mine) {
+        auto driver = make_driver(key_parts[i], value_parts[i], query, mine);
+        early.start(*driver);
+        return driver;
+      },
       [&](auto& driver) { detail::run_query<tuner_params{}>(driver, opts); },
-      [](auto& driver) { return finisher::finalize(driver); });
+      [&](auto& driver) { return finisher::finalize(driver, early.get()); });
 }
 
 }  // namespace gpuagg

@@ -76,6 +76,9 @@ struct query_stats {
   host_phase_seconds host;              ///< wall_seconds by phase
   std::size_t programs_built = 0;       ///< JIT builds this query caused (0 when cached)
   std::uint64_t peak_device_bytes = 0;  ///< largest device memory held at once by the query
+  /// The host result's columns were sized on a thread of their own while the device aggregated
+  /// (runtime/readback.hpp: presized_result_rows), not after FINALIZE.
+  bool result_presized = false;
   double dictionary_seconds = 0;        ///< keys wider than 64 bits: profiled time of the key dictionary
   unsigned dictionary_growths = 0;      ///< keys wider than 64 bits: times the key dictionary grew
   unsigned dictionary_launches = 0;     ///< keys wider than 64 bits: encode launches (rows left pending run again)

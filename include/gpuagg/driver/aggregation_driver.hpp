@@ -230,7 +230,9 @@ class aggregation_driver {
 
   /// FINALIZE and copy the result to the host.
   template <class... Outputs>
-  result<typename key_policy::value_type, Outputs...> finalize_to_host();
+  /// `early`: the result's columns, sized on a thread while the device aggregated (or null).
+  result<typename key_policy::value_type, Outputs...> finalize_to_host(
+      detail::presized_result<result<typename key_policy::value_type, Outputs...>>* early = nullptr);
 
  private:
   template <std::size_t J>

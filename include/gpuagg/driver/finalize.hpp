@@ -42,8 +42,21 @@ auto aggregation_driver<Bound>::finalize_on_device() -> device_result<typename k
 
 template <class Bound>
 template <class... Outputs>
-auto aggregation_driver<Bound>::finalize_to_host() -> result<typename key_policy::value_type, Outputs...> {
+auto aggregation_driver<Bound>::finalize_to_host(
+    detail::presized_result<result<typename key_policy::value_type, Outputs...>>* early)
+    -> result<typename key_policy::value_type, Outputs...> {
   result<typename key_policy::value_type, Outputs...> out;
+  // The columns of the result: sized while the device aggregated where a thread did that
+  // (runtime/readback.hpp), else here.
+  const auto size_columns = [&](std::size_t n) {
+    auto sized = early != nullptr ? early->take(n) : std::nullopt;
+    stats_.result_presized = sized.has_value();
+    if (sized) {
+      out = std::move(*sized);
+    } else {
+      detail::size_result_for_copy(out, n);
+    }
+  };
   if (!table_ready_) {
     finish_stats();
     out.stats = stats_;
@@ -77,14 +90,7 @@ auto aggregation_driver<Bound>::finalize_to_host() -> result<typename key_policy
        ...);
     }(std::index_sequence_for<Outputs...>{});
     detail::check(queue.flush(), "starting the result's copies");
-    if constexpr (requires { out.keys.reserve(n); out.keys.capacity(); }) {  // one std::vector
-      detail::resize_for_copy(out.keys, n);
-    } else {
-      out.keys.resize(n);
-    }
-    [&]<std::size_t... I>(std::index_sequence<I...>) {
-      (detail::resize_for_copy(std::get<I>(out.columns), n), ...);
-    }(std::index_sequence_for<Outputs...>{});
+    size_columns(n);
     await_finalize(n, done, reads);
     for (std::size_t c = 0; c < key_columns; ++c) {
       detail::host_staging::copy_out(detail::key_column_data(out.keys, c), staged[c], key_bytes(c));
@@ -94,7 +100,7 @@ auto aggregation_driver<Bound>::finalize_to_host() -> result<typename key_policy
        ...);
     }(std::index_sequence_for<Outputs...>{});
   } else {
-    out.keys.resize(n);
+    size_columns(n);
     if (n > 0) {
       for (std::size_t c = 0; c < key_columns; ++c) {
         detail::check(queue.enqueueReadBuffer(on_device.key_columns[c], CL_FALSE, 0, key_bytes(c),
@@ -102,10 +108,9 @@ auto aggregation_driver<Bound>::finalize_to_host() -> result<typename key_policy
                       "reading the result keys");
       }
       [&]<std::size_t... I>(std::index_sequence<I...>) {
-        ((std::get<I>(out.columns).resize(n),
-          detail::check(queue.enqueueReadBuffer(std::get<I>(on_device.columns), CL_FALSE, 0, n * sizeof(Outputs),
-                                                std::get<I>(out.columns).data(), nullptr, &reads[key_columns + I]),
-                        "reading a result column")),
+        (detail::check(queue.enqueueReadBuffer(std::get<I>(on_device.columns), CL_FALSE, 0, n * sizeof(Outputs),
+                                               std::get<I>(out.columns).data(), nullptr, &reads[key_columns + I]),
+                       "reading a result column"),
          ...);
       }(std::index_sequence_for<Outputs...>{});
     }

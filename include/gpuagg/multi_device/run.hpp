@@ -9,6 +9,7 @@
 #include <exception>
 #include <functional>
 #include <future>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <ostream>
@@ -21,6 +22,7 @@
 #include "../error.hpp"
 #include "../options.hpp"
 #include "../result.hpp"
+#include "../runtime/readback.hpp"
 #include "block_queue.hpp"
 #include "device_set.hpp"
 #include "merge_site.hpp"
@@ -124,6 +126,23 @@ class first_failure {
  private:
   std::mutex mutex_;
   std::exception_ptr failure_;
+};
+
+/// The merged result's columns, sized on a thread from the plan of the first member whose
+/// driver is made (a member's part holds about the query's groups, or fewer: where the merged
+/// result turns out larger, FINALIZE sizes it itself).
+template <class Finisher>
+class first_presize {
+ public:
+  template <class Driver>
+  void start(const Driver& driver) {
+    std::call_once(once_, [&] { early_ = Finisher::presize(driver); });
+  }
+  auto* get() noexcept { return early_.get(); }
+
+ private:
+  std::once_flag once_;
+  std::unique_ptr<presized_result<typename Finisher::type>> early_;
 };
 
 inline void check_device_set(const device_set& devices, const options& opts) {

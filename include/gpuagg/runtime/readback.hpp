@@ -7,13 +7,22 @@
 // sized while the device works, backed by huge pages where the kernel offers them (a fresh
 // 200 MB vector otherwise takes 50,000 page faults). CPU devices read and write host memory as
 // it is: no staging there.
+//
+// Sizing a result's std::vectors writes every element once (value-initialization) on one
+// thread: for 2^24 groups that is 200 MB of page faults and zeros, more than the device's
+// FINALIZE and copy of them. A query whose result is that large has its vectors sized on a
+// thread of their own from the group estimate, while the device aggregates (presized_result).
 
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <exception>
+#include <future>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <vector>
 
 #if defined(__linux__)
@@ -58,6 +67,84 @@ void resize_for_copy(std::vector<T>& v, std::size_t n) {
 #endif
   v.resize(n);
 }
+
+/// Results of fewer bytes than this are sized when FINALIZE runs: a few milliseconds at most,
+/// below what starting a thread for them would be worth.
+inline constexpr std::uint64_t min_presized_bytes = std::uint64_t{8} << 20;
+
+/// The rows a host result's columns are sized for while the device aggregates (0: none), from
+/// the groups the query planned for (the estimate or the caller's hint) and a group's bytes
+/// over every result column: an eighth more than planned, so that a close estimate fits without
+/// a second sizing. Not for CPU devices (the sizing thread would take a core from the query's
+/// kernels); GPUAGG_HOST_STAGING=always or never, which sets the staged copies the result lands
+/// through, sets this alike (the tests size every result early on PoCL with always).
+inline std::uint64_t presized_result_rows(std::string_view architecture, std::uint64_t planned_groups,
+                                          std::uint64_t bytes_per_group) {
+  const std::uint64_t rows = planned_groups + planned_groups / 8 + 1;
+  if (const char* forced = std::getenv("GPUAGG_HOST_STAGING"); forced != nullptr) {
+    if (std::string_view(forced) == "always") return rows;
+    if (std::string_view(forced) == "never") return 0;
+  }
+  if (architecture == "cpu") return 0;
+  return rows * bytes_per_group >= min_presized_bytes ? rows : 0;
+}
+
+/// f(v) for every std::vector of a host result: its key column(s), then its output columns.
+template <class Result, class F>
+void for_each_result_vector(Result& r, F&& f) {
+  if constexpr (requires { r.keys.columns; }) {
+    std::apply([&](auto&... column) { (f(column), ...); }, r.keys.columns);
+  } else {
+    f(r.keys);
+  }
+  std::apply([&](auto&... column) { (f(column), ...); }, r.columns);
+}
+
+/// Every column of `r` sized to `n` rows, about to be overwritten (resize_for_copy).
+template <class Result>
+void size_result_for_copy(Result& r, std::size_t n) {
+  for_each_result_vector(r, [n](auto& v) { resize_for_copy(v, n); });
+}
+
+/// A host result whose columns a thread of their own sizes while the device aggregates
+/// (presized_result_rows). take(n) waits for that thread and hands them over cut to n rows, when
+/// they were sized for n rows or more, yet at most for twice n (no result holds more than
+/// twice the memory it needs); otherwise FINALIZE sizes the result itself, as without this.
+template <class Result>
+class presized_result {
+ public:
+  presized_result() = default;
+  explicit presized_result(std::uint64_t rows) {
+    if (rows == 0) return;
+    rows_ = static_cast<std::size_t>(rows);
+    sizing_ = std::async(std::launch::async, [n = rows_] {
+      Result r;
+      size_result_for_copy(r, n);
+      return r;
+    });
+  }
+
+  std::size_t rows() const noexcept { return rows_; }
+
+  /// The result sized for `n` rows, or nothing (none was started, it does not fit `n`, or the
+  /// memory for it was not there: FINALIZE then sizes the result and reports what is missing).
+  std::optional<Result> take(std::size_t n) {
+    if (!sizing_.valid()) return std::nullopt;
+    std::optional<Result> r;
+    try {
+      r = sizing_.get();
+    } catch (const std::exception&) {  // bad_alloc: FINALIZE's own sizing says so where it is
+      return std::nullopt;
+    }
+    if (rows_ < n || rows_ / 2 > n) return std::nullopt;
+    for_each_result_vector(*r, [n](auto& v) { v.resize(n); });
+    return r;
+  }
+
+ private:
+  std::size_t rows_ = 0;
+  std::future<Result> sizing_;
+};
 
 /// Copies between the device and pageable memory through one pinned staging buffer. read()
 /// enqueues a device-to-host copy into it, and once that completed copy_out() moves it to its
