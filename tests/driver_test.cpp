@@ -1134,6 +1134,20 @@ TEST_CASE("a large host result's columns are sized while the device aggregates; 
   CHECK_FALSE(detail::presized_result<host>(1000).take(499).has_value());   // more than twice the rows
   CHECK_FALSE(detail::presized_result<host>(0).take(0).has_value());        // none started
   {
+    // Past 16 MiB a column's pages are faulted in by several threads before it is sized: the
+    // elements are still value-initialized.
+    host big;
+    const std::size_t n = 5'000'000;
+    detail::size_result_for_copy(big, n);
+    REQUIRE(big.keys.size() == n);
+    REQUIRE(std::get<0>(big.columns).size() == n);
+    REQUIRE(std::get<1>(big.columns).size() == n);
+    CHECK(std::all_of(big.keys.begin(), big.keys.end(), [](std::uint32_t k) { return k == 0; }));
+    CHECK(std::all_of(std::get<0>(big.columns).begin(), std::get<0>(big.columns).end(),
+                      [](std::uint64_t x) { return x == 0; }));
+    CHECK(std::get<1>(big.columns)[n - 1] == 0.0);
+  }
+  {
     detail::presized_result<result<std::tuple<std::uint8_t, std::int64_t>, std::int64_t>> early(64);
     const auto r = early.take(40);
     REQUIRE(r.has_value());

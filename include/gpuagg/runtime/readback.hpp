@@ -17,12 +17,15 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <future>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <tuple>
+#include <type_traits>
 #include <vector>
 
 #if defined(__linux__)
@@ -53,19 +56,52 @@ inline bool stage_host_copies(std::string_view architecture, std::uint64_t bytes
   return (bytes >= min_staged_bytes || copies >= min_staged_copies) && architecture != "cpu";
 }
 
+/// Asks for huge pages over the whole 2 MiB pages of [data, data + bytes) (a hint).
+inline void advise_huge_pages([[maybe_unused]] const void* data, [[maybe_unused]] std::size_t bytes) {
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+  constexpr std::uintptr_t huge = std::uintptr_t{2} << 20;
+  const auto begin = (reinterpret_cast<std::uintptr_t>(data) + huge - 1) / huge * huge;
+  const auto end = (reinterpret_cast<std::uintptr_t>(data) + bytes) / huge * huge;
+  if (end > begin) (void)madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
+#endif
+}
+
 /// v.resize(n) for a vector about to be overwritten: its memory asked for huge pages first.
 template <class T>
 void resize_for_copy(std::vector<T>& v, std::size_t n) {
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-  constexpr std::uintptr_t huge = std::uintptr_t{2} << 20;
-  if (n * sizeof(T) >= 2 * huge && v.capacity() < n) {
+  if (n * sizeof(T) >= (std::size_t{4} << 20) && v.capacity() < n) {
     v.reserve(n);
-    const auto begin = (reinterpret_cast<std::uintptr_t>(v.data()) + huge - 1) / huge * huge;
-    const auto end = (reinterpret_cast<std::uintptr_t>(v.data() + n)) / huge * huge;
-    if (end > begin) (void)madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);  // a hint
+    advise_huge_pages(v.data(), n * sizeof(T));
   }
-#endif
   v.resize(n);
+}
+
+/// Vectors of at least this many bytes have their pages faulted in by several threads before
+/// they are sized: the kernel clears each page it maps, and one thread's faults (with the
+/// zeros resize writes after them) run at a few GB/s.
+inline constexpr std::size_t min_prefaulted_bytes = std::size_t{16} << 20;
+
+/// reserve(n), then the new storage's pages touched by up to `threads` threads (one byte a
+/// page: the kernel maps and clears the page), so that resize(n) finds them mapped.
+template <class T>
+void reserve_prefaulted(std::vector<T>& v, std::size_t n, unsigned threads) {
+  const std::size_t bytes = n * sizeof(T);
+  if (bytes < min_prefaulted_bytes || v.capacity() >= n) return;
+  v.reserve(n);
+  advise_huge_pages(v.data(), bytes);
+  // Storage of a trivially copyable type beyond size(): the writes create no object anything
+  // reads; resize() value-initializes every element after them.
+  static_assert(std::is_trivially_copyable_v<T>);
+  auto* storage = reinterpret_cast<unsigned char*>(v.data());
+  constexpr std::size_t page = 4096;
+  const std::size_t parts = std::clamp<std::size_t>(bytes / min_prefaulted_bytes, 1, std::max(threads, 1u));
+  const std::size_t slice = (bytes / parts + page - 1) / page * page;
+  const auto touch = [&](std::size_t p) {
+    for (std::size_t at = p * slice; at < std::min(bytes, (p + 1) * slice); at += page) std::memset(storage + at, 0, 1);
+  };
+  std::vector<std::jthread> helpers;
+  for (std::size_t p = 1; p < parts; ++p) helpers.emplace_back(touch, p);
+  touch(0);
 }
 
 /// Results of fewer bytes than this are sized when FINALIZE runs: a few milliseconds at most,
@@ -100,10 +136,20 @@ void for_each_result_vector(Result& r, F&& f) {
   std::apply([&](auto&... column) { (f(column), ...); }, r.columns);
 }
 
-/// Every column of `r` sized to `n` rows, about to be overwritten (resize_for_copy).
+/// Every column of `r` sized to `n` rows, about to be overwritten: a large result's pages
+/// faulted in by several threads, then each column sized on a thread of its own.
 template <class Result>
 void size_result_for_copy(Result& r, std::size_t n) {
-  for_each_result_vector(r, [n](auto& v) { resize_for_copy(v, n); });
+  const unsigned threads = std::clamp(std::thread::hardware_concurrency() / 2, 1u, 8u);
+  std::vector<std::jthread> sizing;
+  for_each_result_vector(r, [&](auto& v) {
+    if (n * sizeof(v[0]) < min_prefaulted_bytes) {
+      resize_for_copy(v, n);
+      return;
+    }
+    reserve_prefaulted(v, n, threads);
+    sizing.emplace_back([&v, n] { v.resize(n); });
+  });
 }
 
 /// A host result whose columns a thread of their own sizes while the device aggregates
