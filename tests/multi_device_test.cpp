@@ -178,6 +178,36 @@ TEST_CASE("the shared queue: a device's speed from its finished blocks, a slow d
   CHECK_FALSE(warming.too_slow(1));
   CHECK(warming.rows_of(1) > 4 * detail::min_shared_block_rows);  // larger blocks once measured
 
+  // Speeds compare blocks of like size, not small blocks with full ones: a member with a 0.9 ms
+  // fixed cost a block (against the other's 0.1 ms; both 0.15 ns a row) does 0.54 G rows/s on
+  // its 2^19-row blocks, 0.09 of the other's full 2^22-row blocks but 0.18 of the other's own
+  // 2^19-row blocks (0.15 on probes, 0.48 on full blocks): it keeps taking blocks, growing them.
+  detail::block_queue ramp(std::uint64_t{1} << 40, 2);
+  std::deque<std::chrono::steady_clock::time_point> ramp_finishes[2];
+  clock = t0;
+  const auto take_ramp = [&](std::size_t d) {
+    const auto r = ramp.next(d, limit, 2, clock);
+    if (!r) return false;
+    const auto begin = ramp_finishes[d].empty() ? clock : std::max(clock, ramp_finishes[d].back());
+    const auto fixed_ns = d == 0 ? 100'000 : 900'000;
+    ramp_finishes[d].push_back(begin + std::chrono::nanoseconds(fixed_ns + r->second * 15 / 100));
+    return true;
+  };
+  for (std::size_t d : {0u, 1u}) {
+    for (int k = 0; k < 2; ++k) REQUIRE(take_ramp(d));
+  }
+  bool ramp_taking[2] = {true, true};
+  while (clock < t0 + std::chrono::milliseconds(200) && (ramp_taking[0] || ramp_taking[1])) {
+    const std::size_t d =
+        !ramp_taking[1] || (ramp_taking[0] && ramp_finishes[0].front() <= ramp_finishes[1].front()) ? 0 : 1;
+    clock = ramp_finishes[d].front();
+    ramp_finishes[d].pop_front();
+    ramp_taking[d] = take_ramp(d);
+  }
+  CHECK(ramp_taking[1]);
+  CHECK_FALSE(ramp.too_slow(1));
+  CHECK(ramp.rows_of(1) > 16 * detail::min_shared_block_rows);
+
   // With rows enough for both, a member far slower than the other stops after its probes; the
   // fast member then takes every remaining row.
   detail::block_queue long_queue(std::uint64_t{1} << 40, 2);

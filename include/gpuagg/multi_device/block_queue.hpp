@@ -5,6 +5,8 @@
 // taking blocks, and the query fails instead of returning the rows some devices did.
 
 #include <algorithm>
+#include <array>
+#include <bit>
 #include <chrono>
 #include <deque>
 #include <cstdint>
@@ -46,7 +48,7 @@ class block_queue {
       if (mine.finished_blocks > 0) {
         // The time since the previous finish is this block's: the device kept its slots full.
         const double seconds = std::chrono::duration<double>(now - mine.last_finish).count();
-        auto& size_class = done <= min_shared_block_rows ? mine.probes : mine.larger;
+        auto& size_class = mine.by_size[size_class_of(done)];
         size_class.rows += done;
         size_class.seconds += seconds;
       }
@@ -120,14 +122,25 @@ class block_queue {
       double seconds = 0;
       double rate() const { return seconds > 0 ? double(rows) / seconds : 0.0; }
     };
-    timed probes;  // finished blocks after the first of at most the floor's rows
-    timed larger;  // and of more
-    timed after_first() const { return {probes.rows + larger.rows, probes.seconds + larger.seconds}; }
+    // Finished blocks after the first, by size class (size_class_of): the probes of the floor's
+    // rows, and each doubling of them as the member's blocks grow.
+    std::array<timed, 65> by_size{};
+    timed after_first() const {
+      timed all;
+      for (const auto& t : by_size) {
+        all.rows += t.rows;
+        all.seconds += t.seconds;
+      }
+      return all;
+    }
     bool stopped = false;   // takes no more blocks (too slow for what was left, or sat out)
     bool too_slow = false;  // stopped as slower than min_relative_speed of the fastest
     std::deque<std::uint64_t> in_flight;
     std::chrono::steady_clock::time_point last_finish;
   };
+
+  /// Blocks of one size class are within a factor of two of each other's rows.
+  static std::size_t size_class_of(std::uint64_t rows) noexcept { return std::bit_width(rows); }
 
   struct speed {
     double share;     ///< of the set's rows per second
@@ -138,33 +151,38 @@ class block_queue {
   /// Member `device`'s share of the set's rows per second, each member's speed the rows of its
   /// finished blocks after the first over the time from the first's finish to the last's, among
   /// the members whose speed is known; whether its own speed is known; and its speed over the
-  /// fastest known member's. Members still setting up or running their first blocks are left
-  /// out (one that builds its programs for a second must not keep the others in probe-sized
-  /// blocks). A member that stopped taking blocks keeps its speed in the total: it is still
-  /// finishing its last blocks.
+  /// fastest other member's on blocks of like size: the largest size class (size_class_of) in
+  /// which it and another member have both finished blocks. Like sizes, because a block's fixed
+  /// cost weighs on a small block: a member still growing its blocks from the probes beside one
+  /// running full blocks would look several times slower than it is. Members still setting up
+  /// or running their first blocks are left out (one that builds its programs for a second must
+  /// not keep the others in probe-sized blocks). A member that stopped taking blocks keeps its
+  /// speed in the total: it is still finishing its last blocks.
   speed share_of(std::size_t device) const {
     double total = 0;
     double own = 0;
-    double fastest_probes = 0;
-    double fastest_larger = 0;
+    std::array<double, 65> fastest_other{};
     for (std::size_t i = 0; i < devices_.size(); ++i) {
       const auto& m = devices_[i];
       const double rate = m.after_first().rate();
       if (rate <= 0) continue;
       total += rate;
-      fastest_probes = std::max(fastest_probes, m.probes.rate());
-      fastest_larger = std::max(fastest_larger, m.larger.rate());
-      if (i == device) own = rate;
+      if (i == device) {
+        own = rate;
+        continue;
+      }
+      for (std::size_t c = 0; c < fastest_other.size(); ++c) {
+        fastest_other[c] = std::max(fastest_other[c], m.by_size[c].rate());
+      }
     }
     if (own <= 0) return {0.0, false, 1.0};
-    // Its speed against the fastest on blocks of like size: its larger blocks' where it and
-    // another have finished some, else its probes'.
     const auto& mine = devices_[device];
     double relative = 1.0;
-    if (mine.larger.rate() > 0 && fastest_larger > 0) {
-      relative = mine.larger.rate() / fastest_larger;
-    } else if (mine.probes.rate() > 0 && fastest_probes > 0) {
-      relative = mine.probes.rate() / fastest_probes;
+    for (std::size_t c = fastest_other.size(); c-- > 0;) {
+      if (mine.by_size[c].rate() > 0 && fastest_other[c] > 0) {
+        relative = std::min(1.0, mine.by_size[c].rate() / fastest_other[c]);
+        break;
+      }
     }
     return {own / total, true, relative};
   }

@@ -24,10 +24,10 @@
 //   limit): a device is compared with the others on blocks of similar size (below), and a
 //   slow one has spent little when it is found slow.
 // - A device measured slower than min_relative_speed of the set's fastest member takes no more
-//   blocks either, however many rows are left. Speeds compare blocks of like size: a probe's
-//   rows per second with the others' probes', a larger block's with the others' larger blocks'.
-//   A probe is mostly the fixed cost of a block, so a device measured on probes beside one
-//   measured on full blocks would look several times slower than it is, and an equal GPU
+//   blocks either, however many rows are left. Speeds compare blocks of like size (within a
+//   factor of two of each other's rows: block_queue.hpp), the largest size both have run. A
+//   small block is mostly its fixed cost, so a device measured on its first doublings beside
+//   one measured on full blocks would look several times slower than it is, and an equal GPU
 //   would sit out queries it halves. Such a member (PoCL's CPU device beside a GPU
 //   fed from host memory does 1/20 of its rows per second) shares what the fast one needs: the
 //   host's memory bus and its cores, which stage a GPU's pageable input and drive its queue.
