@@ -208,29 +208,6 @@ TEST_CASE("the shared queue: a device's speed from its finished blocks, a slow d
   CHECK_FALSE(ramp.too_slow(1));
   CHECK(ramp.rows_of(1) > 16 * detail::min_shared_block_rows);
 
-  // Devices of one model start with full blocks (each presumed as fast as the others until
-  // measured); a set of two models probes as above.
-  {
-    detail::block_queue twins(std::uint64_t{1} << 40, 2);
-    twins.same_model(1, 0);
-    for (std::size_t d : {0u, 1u}) CHECK(twins.next(d, limit, 2, t0)->second == limit);
-    detail::block_queue mixed(std::uint64_t{1} << 40, 3);
-    mixed.same_model(2, 0);
-    for (std::size_t d : {0u, 1u, 2u}) CHECK(mixed.next(d, limit, 2, t0)->second == detail::min_shared_block_rows);
-    // Near the end, twins share what is left: each block half of its presumed half.
-    detail::block_queue tail(3 * limit, 2);
-    tail.same_model(0, 1);
-    CHECK(tail.next(0, limit, 2, t0)->second == 3 * limit / 4);
-    CHECK(tail.next(1, limit, 2, t0)->second == (3 * limit - 3 * limit / 4) / 4);
-    for (bool more = true; more;) {
-      more = false;
-      for (std::size_t d : {0u, 1u}) more = tail.next(d, limit, 2, t0).has_value() || more;
-    }
-    CHECK(tail.handed_out() == 3 * limit);
-    CHECK(tail.rows_of(0) > limit);
-    CHECK(tail.rows_of(1) > limit);
-  }
-
   // With rows enough for both, a member far slower than the other stops after its probes; the
   // fast member then takes every remaining row.
   detail::block_queue long_queue(std::uint64_t{1} << 40, 2);

@@ -23,9 +23,7 @@ class block_queue {
  public:
   using range = std::pair<std::uint64_t, std::uint64_t>;  ///< first row, rows
 
-  block_queue(std::uint64_t rows, std::size_t devices) : rows_(rows), devices_(devices) {
-    for (std::size_t i = 0; i < devices_.size(); ++i) devices_[i].model = i;
-  }
+  block_queue(std::uint64_t rows, std::size_t devices) : rows_(rows), devices_(devices) {}
 
   /// The next block for member `device`, whose driver takes at most `limit` rows a block and
   /// holds up to `window` blocks in flight; std::nullopt when no row is left for it (all handed
@@ -58,16 +56,9 @@ class block_queue {
       mine.in_flight.pop_front();
       mine.finished_blocks += 1;
     }
-    auto [share, measured, relative] = share_of(device);
+    const auto [share, measured, relative] = share_of(device);
     const bool last_active = std::count_if(devices_.begin(), devices_.end(),
                                            [](const member& m) { return !m.stopped; }) == 1;
-    if (!measured && all_of_one_model()) {
-      // Devices of one model: each presumed as fast as the others until measured, so none
-      // starts from probes (block_size.hpp).
-      measured = true;
-      share = 1.0 / double(std::max<std::size_t>(1, std::count_if(devices_.begin(), devices_.end(),
-                                                                    [](const member& m) { return !m.stopped; })));
-    }
     std::uint64_t count = next_block_rows(limit, rows_ - cursor_, share, measured, devices_.size() == 1, relative,
                                           mine.last_rows);
     if (count == 0) {
@@ -85,16 +76,6 @@ class block_queue {
     mine.blocks += 1;
     mine.in_flight.push_back(count);
     return handed;
-  }
-
-  /// Members `a` and `b` are devices of one model (device_set::same_model). When every member
-  /// is of one model, none starts from probe blocks.
-  void same_model(std::size_t a, std::size_t b) {
-    const std::lock_guard lock(mutex_);
-    const std::size_t from = devices_[a].model, to = devices_[b].model;
-    for (auto& m : devices_) {
-      if (m.model == from) m.model = to;
-    }
   }
 
   /// Member `device` takes no block in this query (it sits it out: participation.hpp).
@@ -152,16 +133,11 @@ class block_queue {
       }
       return all;
     }
-    std::size_t model = 0;  // members of one device model share this (same_model)
     bool stopped = false;   // takes no more blocks (too slow for what was left, or sat out)
     bool too_slow = false;  // stopped as slower than min_relative_speed of the fastest
     std::deque<std::uint64_t> in_flight;
     std::chrono::steady_clock::time_point last_finish;
   };
-
-  bool all_of_one_model() const {
-    return std::all_of(devices_.begin(), devices_.end(), [&](const member& m) { return m.model == devices_[0].model; });
-  }
 
   /// Blocks of one size class are within a factor of two of each other's rows.
   static std::size_t size_class_of(std::uint64_t rows) noexcept { return std::bit_width(rows); }

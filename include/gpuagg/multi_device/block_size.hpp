@@ -11,9 +11,7 @@
 //   start can outlast the fast member's whole query (a CPU at 0.4 G rows/s beside a GPU fed at
 //   6 G rows/s: two 4 Mi-row blocks take the CPU 20 ms, the GPU's whole 2^27-row query 21 ms).
 //   So in a set of several, a device's first blocks have the floor's size; the others' speeds
-//   count as they become known. Not in a set whose devices are all of one model (two GPUs of
-//   one kind): there each is presumed as fast as the others until measured (block_queue.hpp),
-//   and probes would only hand the device that starts first the larger share.
+//   count as they become known.
 // - Then full blocks while many rows remain, and near the end a device's block shrinks to about
 //   half of the rows it would do, at its measured share of the set's throughput, in the time
 //   the whole set needs for what is left (guided self-scheduling, weighted by speed): every

@@ -109,14 +109,6 @@ class device_set {
   /// The members' contexts (owned by this set, or by the caller that gave them).
   std::vector<context*> contexts() const { return members_; }
 
-  /// Whether members i and j are devices of one model (name, platform and driver version):
-  /// they build the same programs and, until measured otherwise, run at the same speed.
-  bool same_model(std::size_t i, std::size_t j) const {
-    const auto& a = members_[i]->info();
-    const auto& b = members_[j]->info();
-    return a.name == b.name && a.platform_name == b.platform_name && a.driver_version == b.driver_version;
-  }
-
   /// Which members group_by over this set found too slow to take part (participation.hpp):
   /// found so twice in a row, they sit out the next 15 queries, then take part once again.
   detail::participation_record& participation() const noexcept { return *participation_; }

@@ -179,7 +179,9 @@ auto run_members(const device_set& devices, const options& opts, std::vector<dev
     if (!devices[i].binary_cache().enabled()) continue;
     for (std::size_t j = 0; j < i; ++j) {
       if (!take_part.empty() && !take_part[j]) continue;
-      if (devices.same_model(i, j)) {
+      if (devices[j].info().name == devices[i].info().name &&
+          devices[j].info().platform_name == devices[i].info().platform_name &&
+          devices[j].info().driver_version == devices[i].info().driver_version) {
         leader[i] = j;
         break;
       }
@@ -311,11 +313,6 @@ auto run_on_devices(const device_set& devices, const std::vector<column_data>& c
   const std::size_t n = devices.size();
   std::vector<device_share> shares(n);
   block_queue queue(rows, n);
-  for (std::size_t i = 0; i < n; ++i) {
-    for (std::size_t j = 0; j < i; ++j) {
-      if (devices.same_model(i, j)) queue.same_model(i, j);
-    }
-  }
   for (std::size_t i = 0; i < take_part.size() && i < n; ++i) {
     if (!take_part[i]) queue.sit_out(i);
   }
