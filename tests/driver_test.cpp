@@ -1182,6 +1182,22 @@ TEST_CASE("a large host result's columns are sized while the device aggregates; 
   const auto tuned_result = tuned_group_by(in.keys, in.vals, sum_count_min, hinted);
   CHECK(tuned_result.result.stats.result_presized);
   check_same(tuned_result.result, expected);
+  // A result of 2.5 M groups (20 MiB a column): each column read in two chunks
+  // (staged_read_chunk_bytes: 16 MiB), each copied out as it arrives; exact, every chunk in its
+  // place.
+  {
+    const std::size_t groups = (std::size_t{1} << 21) + (std::size_t{1} << 19);
+    input big{key_dictionary<std::uint64_t>(groups, rng), {}};
+    const std::vector<std::uint64_t> again(big.keys.begin(), big.keys.begin() + groups / 2);
+    big.keys.insert(big.keys.end(), again.begin(), again.end());
+    big.vals = random_values<std::int64_t>(big.keys.size(), rng);
+    options sized;
+    sized.expected_groups = groups;
+    const auto r = group_by(big.keys, big.vals, sum_count_min, sized);
+    REQUIRE(r.size() == groups);
+    CHECK(r.stats.result_presized);
+    check_same(r, reference(big));
+  }
   if (before.empty()) {
     unsetenv("GPUAGG_HOST_STAGING");
   } else {

@@ -78,27 +78,44 @@ auto aggregation_driver<Bound>::finalize_to_host(
   total += n * (sizeof(Outputs) + ... + 0);
   detail::host_staging staging(ctx_, total, key_columns + sizeof...(Outputs));  // inactive for an empty result
   if (staging.active()) {
-    // The copies land in pinned memory while the host sizes the result's vectors; then several
-    // threads move them over (runtime/readback.hpp).
-    std::vector<const void*> staged;
+    // The copies land in pinned memory, in chunks, while the host sizes the result's vectors;
+    // then several threads move each chunk over as soon as it has arrived, while the later
+    // ones still transfer (runtime/readback.hpp).
+    struct chunk {
+      std::size_t column;
+      std::uint64_t offset;
+      std::uint64_t bytes;
+      const void* staged;
+    };
+    std::vector<chunk> chunks;
+    reads.clear();
+    const auto read_column = [&](std::size_t column, const cl::Buffer& from, std::uint64_t bytes, const char* what) {
+      for (std::uint64_t offset = 0; offset < bytes; offset += detail::staged_read_chunk_bytes) {
+        const std::uint64_t part = std::min(detail::staged_read_chunk_bytes, bytes - offset);
+        reads.emplace_back();
+        chunks.push_back({column, offset, part, staging.read(queue, from, part, &reads.back(), what, offset)});
+      }
+    };
     for (std::size_t c = 0; c < key_columns; ++c) {
-      staged.push_back(staging.read(queue, on_device.key_columns[c], key_bytes(c), &reads[c], "reading the result keys"));
+      read_column(c, on_device.key_columns[c], key_bytes(c), "reading the result keys");
     }
     [&]<std::size_t... I>(std::index_sequence<I...>) {
-      (staged.push_back(staging.read(queue, std::get<I>(on_device.columns), n * sizeof(Outputs),
-                                     &reads[key_columns + I], "reading a result column")),
+      (read_column(key_columns + I, std::get<I>(on_device.columns), n * sizeof(Outputs), "reading a result column"),
        ...);
     }(std::index_sequence_for<Outputs...>{});
     detail::check(queue.flush(), "starting the result's copies");
     size_columns(n);
-    await_finalize(n, done, reads);
-    for (std::size_t c = 0; c < key_columns; ++c) {
-      detail::host_staging::copy_out(detail::key_column_data(out.keys, c), staged[c], key_bytes(c));
-    }
+    std::vector<void*> destination;
+    for (std::size_t c = 0; c < key_columns; ++c) destination.push_back(detail::key_column_data(out.keys, c));
     [&]<std::size_t... I>(std::index_sequence<I...>) {
-      (detail::host_staging::copy_out(std::get<I>(out.columns).data(), staged[key_columns + I], n * sizeof(Outputs)),
-       ...);
+      (destination.push_back(std::get<I>(out.columns).data()), ...);
     }(std::index_sequence_for<Outputs...>{});
+    await_finalize(n, done, {});
+    for (std::size_t k = 0; k < chunks.size(); ++k) {
+      detail::wait_for(reads[k], "reading the result");
+      detail::host_staging::copy_out(static_cast<char*>(destination[chunks[k].column]) + chunks[k].offset,
+                                     chunks[k].staged, chunks[k].bytes);
+    }
   } else {
     size_columns(n);
     if (n > 0) {

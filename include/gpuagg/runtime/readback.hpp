@@ -192,6 +192,11 @@ class presized_result {
   std::future<Result> sizing_;
 };
 
+/// A large staged read is split into reads of this many bytes, each copied out by the host
+/// while the next ones still transfer: the link's transfer and the host's copy, each several
+/// milliseconds for a result of 2^24 groups, then overlap instead of following each other.
+inline constexpr std::uint64_t staged_read_chunk_bytes = std::uint64_t{16} << 20;
+
 /// Copies between the device and pageable memory through one pinned staging buffer. read()
 /// enqueues a device-to-host copy into it, and once that completed copy_out() moves it to its
 /// destination; write() copies host memory into it with several threads and enqueues the copy
@@ -202,7 +207,10 @@ class host_staging {
   /// For `copies` copies of `total_bytes` in all.
   host_staging(context& ctx, std::uint64_t total_bytes, std::size_t copies = 1) : ctx_(ctx) {
     if (!stage_host_copies(ctx.info().architecture, total_bytes, copies)) return;
-    auto [buffer, size_class] = ctx.pooled_pinned(total_bytes + 64 * 8, "pinned staging for a host copy");
+    // Each read or write starts on a 64-byte boundary: room for that rounding of every copy,
+    // and of every chunk of a read split into staged_read_chunk_bytes.
+    const std::uint64_t slots = copies + total_bytes / staged_read_chunk_bytes + 8;
+    auto [buffer, size_class] = ctx.pooled_pinned(total_bytes + 64 * slots, "pinned staging for a host copy");
     buffer_ = buffer;
     size_class_ = size_class;
     active_ = true;
@@ -220,10 +228,10 @@ class host_staging {
   /// Enqueues the read of the first `bytes` of `from` into the staging buffer (active() only);
   /// returns where they will be.
   const void* read(cl::CommandQueue& queue, const cl::Buffer& from, std::uint64_t bytes, cl::Event* done,
-                   const char* what) {
+                   const char* what, std::uint64_t offset = 0) {
     char* at = next(bytes);
     queue_ = &queue;
-    check(queue.enqueueReadBuffer(from, CL_FALSE, 0, bytes, at, nullptr, done), what);
+    check(queue.enqueueReadBuffer(from, CL_FALSE, offset, bytes, at, nullptr, done), what);
     return at;
   }
 
