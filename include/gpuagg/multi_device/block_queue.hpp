@@ -112,6 +112,9 @@ class block_queue {
   }
 
  private:
+  /// Size classes of blocks (size_class_of): one per bit width of a row count.
+  static constexpr std::size_t size_classes = 65;
+
   struct member {
     std::uint64_t rows = 0;       // handed out
     std::size_t finished_blocks = 0;  // finished (known at later requests), the first included
@@ -124,7 +127,7 @@ class block_queue {
     };
     // Finished blocks after the first, by size class (size_class_of): the probes of the floor's
     // rows, and each doubling of them as the member's blocks grow.
-    std::array<timed, 65> by_size{};
+    std::array<timed, size_classes> by_size{};
     timed after_first() const {
       timed all;
       for (const auto& t : by_size) {
@@ -161,7 +164,7 @@ class block_queue {
   speed share_of(std::size_t device) const {
     double total = 0;
     double own = 0;
-    std::array<double, 65> fastest_other{};
+    std::array<double, size_classes> fastest_other{};
     for (std::size_t i = 0; i < devices_.size(); ++i) {
       const auto& m = devices_[i];
       const double rate = m.after_first().rate();

@@ -44,15 +44,21 @@ namespace gpuagg::detail {
 inline constexpr std::uint64_t min_staged_bytes = std::uint64_t{128} << 10;
 inline constexpr std::size_t min_staged_copies = 3;
 
+/// GPUAGG_HOST_STAGING=always (true) or never (false); nothing when unset or anything else.
+inline std::optional<bool> forced_host_staging() {
+  const char* forced = std::getenv("GPUAGG_HOST_STAGING");
+  if (forced == nullptr) return std::nullopt;
+  if (std::string_view(forced) == "always") return true;
+  if (std::string_view(forced) == "never") return false;
+  return std::nullopt;
+}
+
 /// Whether `copies` copies of `bytes` in all between a device of `architecture` ("cpu" for CPU
 /// devices) and pageable memory are staged. GPUAGG_HOST_STAGING=always or never overrides the
 /// rule (the tests run the staged path on PoCL with always).
 inline bool stage_host_copies(std::string_view architecture, std::uint64_t bytes, std::size_t copies = 1) {
   if (bytes == 0) return false;
-  if (const char* forced = std::getenv("GPUAGG_HOST_STAGING"); forced != nullptr) {
-    if (std::string_view(forced) == "always") return true;
-    if (std::string_view(forced) == "never") return false;
-  }
+  if (const auto forced = forced_host_staging()) return *forced;
   return (bytes >= min_staged_bytes || copies >= min_staged_copies) && architecture != "cpu";
 }
 
@@ -117,10 +123,7 @@ inline constexpr std::uint64_t min_presized_bytes = std::uint64_t{8} << 20;
 inline std::uint64_t presized_result_rows(std::string_view architecture, std::uint64_t planned_groups,
                                           std::uint64_t bytes_per_group) {
   const std::uint64_t rows = planned_groups + planned_groups / 8 + 1;
-  if (const char* forced = std::getenv("GPUAGG_HOST_STAGING"); forced != nullptr) {
-    if (std::string_view(forced) == "always") return rows;
-    if (std::string_view(forced) == "never") return 0;
-  }
+  if (const auto forced = forced_host_staging()) return *forced ? rows : 0;
   if (architecture == "cpu") return 0;
   return rows * bytes_per_group >= min_presized_bytes ? rows : 0;
 }
@@ -169,8 +172,6 @@ class presized_result {
       return r;
     });
   }
-
-  std::size_t rows() const noexcept { return rows_; }
 
   /// The result sized for `n` rows, or nothing (none was started, it does not fit `n`, or the
   /// memory for it was not there: FINALIZE then sizes the result and reports what is missing).
