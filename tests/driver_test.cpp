@@ -61,8 +61,8 @@ TEST_CASE("a too-small hint grows the table and loses no group") {
 }
 
 TEST_CASE("device input: a spill area sized for the table; when it overflows the query runs again, exact") {
-  // group_by on device input sizes its spill area for the table (a quarter of its buckets, at
-  // least 4096), not for every row in flight. A hint wrong by four orders of magnitude fills the
+  // group_by on device input sizes its spill area for the table (a quarter of its buckets),
+  // not for every row in flight. A hint wrong by four orders of magnitude fills the
   // table at once, the rows of 8 Ki-row blocks overflow the spill area, and the query runs
   // again with a spill area for every row in flight: exact, one restart. Host input, and a
   // driver the caller steps (make_driver), keep the spill area for every row in flight.
@@ -93,9 +93,9 @@ TEST_CASE("device input: a spill area sized for the table; when it overflows the
       CHECK(planned.stats.spill_restarts == 0);
       REQUIRE(planned.stats.table_growths == 0);  // the first table: the one the spill area is sized for
       CHECK(planned.stats.spill_capacity ==
-            std::min<std::uint64_t>(16384, std::max<std::uint64_t>(planned.stats.table_capacity / 4, 4096)));
+            std::min<std::uint64_t>(16384, planned.stats.table_capacity / 4));
       if (d == distribution::uniform) {
-        CHECK(planned.stats.spill_capacity == 4096);  // 2,000 groups
+        CHECK(planned.stats.spill_capacity == 1024);  // 2,000 groups: 4096 buckets
         // Twice the table, and the estimate's sketch registers: the spill area of 16 Ki rows
         // in flight (512 KiB) would not fit. (INDEPENDENT adds its private tables.)
         if (strategy != strategy_kind::independent) {
@@ -117,6 +117,63 @@ TEST_CASE("device input: a spill area sized for the table; when it overflows the
       check_equal(host, expected);
       CHECK(host.stats.spill_restarts == 0);
       CHECK(host.stats.spill_capacity == 16384);
+    }
+  }
+}
+
+TEST_CASE("device input: the key sample is read from the columns at their offset, and needs no device buffer") {
+  // The driver reads rows i * stride and their right neighbours straight into host memory (a
+  // rectangle read; a short column whole). Its profile must be the host's profile of exactly
+  // those rows; keys before and after the columns' rows in their buffers must not be read.
+  const auto seed = fresh_seed();
+  CAPTURE(seed);
+  std::mt19937_64 rng(seed);
+  context& c = ctx();
+  for (const std::size_t rows : {std::size_t{1'000}, std::size_t{40'000}, std::size_t{250'000}}) {
+    for (const auto d : {distribution::uniform, distribution::sorted_runs, distribution::heavy_hitter}) {
+      CAPTURE(rows);
+      const std::string distribution_shown = name(d);
+      CAPTURE(distribution_shown);
+      const auto in = make_input(rows, 300, d, rng);
+      constexpr std::size_t before = 5;
+      std::vector<std::uint64_t> key_buffer(before + rows + 3);
+      for (std::size_t i = 0; i < key_buffer.size(); ++i) key_buffer[i] = 0xFEED000000000000ULL + i;  // no row's key
+      std::copy(in.keys.begin(), in.keys.end(), key_buffer.begin() + before);
+      std::vector<std::int64_t> val_buffer(before + rows + 3, 0);
+      std::copy(in.vals.begin(), in.vals.end(), val_buffer.begin() + before);
+      cl::Buffer k(c.cl_context(), CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, key_buffer.size() * 8, key_buffer.data());
+      cl::Buffer v(c.cl_context(), CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, val_buffer.size() * 8, val_buffer.data());
+      const auto keys = device_column<std::uint64_t>(k, rows, before);
+      const auto vals = device_column<std::int64_t>(v, rows, before);
+
+      const std::size_t n = std::min<std::size_t>(rows, 1 << 14);
+      const std::size_t stride = rows / n;
+      std::vector<std::uint64_t> sampled(n), next(n);
+      for (std::size_t i = 0; i < n; ++i) {
+        sampled[i] = in.keys[i * stride];
+        next[i] = in.keys[std::min(i * stride + 1, rows - 1)];
+      }
+      const auto expected = detail::profile_sample(std::span<const std::uint64_t>(sampled),
+                                                   std::span<const std::uint64_t>(next));
+      const auto driver = make_driver(keys, vals, sum_count_min, options{});
+      const auto& profile = driver->plan().profile();
+      CHECK(profile.sample_size == expected.sample_size);
+      CHECK(profile.runs_share == expected.runs_share);
+      CHECK(profile.hottest_key_share == expected.hottest_key_share);
+      CHECK(profile.key_span == double(expected.highest - expected.lowest) + 1);
+      CHECK(profile.frequent_counts.size() == expected.frequent.size());
+      // The first stage decides from the sample's frequencies: the same as the host's sample.
+      const auto from_sample =
+          detail::estimate_from_frequencies(expected.sample_size, expected.distinct, expected.once, expected.twice, rows);
+      REQUIRE(from_sample.has_value());
+      CHECK(driver->stats().estimate_source == estimate_source::sample);
+      CHECK(driver->stats().expected_groups == std::max<std::uint64_t>(*from_sample, 1));
+
+      // What group_by holds on the device: its table, a spill area of a quarter of it, its
+      // counters and the result; less than twice the table.
+      const auto out = group_by(keys, vals, sum_count_min);
+      check_equal(out, reference(in));
+      CHECK(out.stats.peak_device_bytes <= 2 * (out.stats.table_capacity + 1) * sum_count_min_bound::bucket_bytes);
     }
   }
 }

@@ -21,7 +21,6 @@
 
 #include <algorithm>
 #include <array>
-#include <barrier>
 #include <bit>
 #include <cmath>
 #include <cstddef>
@@ -33,12 +32,12 @@
 #include <ostream>
 #include <span>
 #include <string_view>
-#include <thread>
 #include <type_traits>
 #include <utility>
 #include <vector>
 
 #include "detail/fixed_string.hpp"
+#include "runtime/host_copy.hpp"
 
 namespace gpuagg {
 
@@ -324,7 +323,11 @@ inline sketch_decision estimate_from_sketch(const sketch_evidence& e, const freq
 /// equally-likely fit of the sample without its frequent keys where it shows repetition (skew
 /// makes it low), else (no repetition: many groups) the sample's growth between its two sizes
 /// as a power law D(n) ~ n^b, b in [0, 1]; bounded by the runs bound and the rows.
-inline std::uint64_t extrapolate_from_sketch(const sketch_evidence& e, const frequent_keys_summary& frequent) {
+/// `relative_error`, if given, receives the estimate's relative standard error where the fit of
+/// the linear count determines it (the repeated keys' Poisson error and the count's own), else 0.
+inline std::uint64_t extrapolate_from_sketch(const sketch_evidence& e, const frequent_keys_summary& frequent,
+                                             double* relative_error = nullptr) {
+  if (relative_error != nullptr) *relative_error = 0;
   const double d_all = std::max(e.sample_distinct, 1.0);
   if (e.sample_rows >= e.rows) return static_cast<std::uint64_t>(std::llround(d_all));
   const double rest = std::clamp(1.0 - frequent.share, 0.0, 1.0);
@@ -339,6 +342,11 @@ inline std::uint64_t extrapolate_from_sketch(const sketch_evidence& e, const fre
     const auto fitted = repeated > 3.0 * linear_count_error(double(e.sample_rows)) + 10.0 ? fit_groups(d_linear, n)
                                                                                         : std::nullopt;
     groups = fitted ? double(frequent.keys) + expected_distinct(*fitted, double(e.rows) * rest) : double(e.rows);
+    // The fitted G goes about as 1 / (repeated keys): their relative error is its.
+    if (fitted && relative_error != nullptr) {
+      const double error = linear_count_error(double(e.sample_rows));
+      *relative_error = std::sqrt(repeated + error * error) / repeated;
+    }
   } else if (const auto g = d < fit_max_distinct_share * n ? fit_groups(d, n) : std::nullopt) {
     groups = double(frequent.keys) + expected_distinct(*g, double(e.rows) * rest);
   } else {
@@ -360,11 +368,15 @@ inline std::uint64_t extrapolate_from_sketch(const sketch_evidence& e, const fre
 struct staged_estimate {
   std::uint64_t groups = 0;
   estimate_source source = estimate_source::none;
+  /// The relative standard error, where the stage knows it from its evidence (0: not known; the
+  /// plan then allows estimate_tolerance).
+  double relative_error = 0;
 };
 
 /// The group estimate of `rows` rows, stage by stage: the key sample's frequencies (`profile`: a
-/// sample_profile); else stage 2 on sketches of strided samples, `sketch(stride, n)` giving the
-/// sketch of n rows `stride` apart (on the host: host_first_sketch_rows where the key sample
+/// sample_profile); else stage 2 on sketches of strided samples, `sketch(stride, n, last)` giving
+/// the sketch of n rows `stride` apart (`last`: the last strided sample, whose linear count the
+/// host's extrapolation reads; the others need none) (on the host: host_first_sketch_rows where the key sample
 /// repeats keys, then host_sketch_rows where that does not decide; on the device:
 /// device_sketch_rows); else for host input the
 /// extrapolation of the last sample, for device input `sketch_every()`, a sketch of every row.
@@ -383,14 +395,16 @@ staged_estimate estimate_in_stages(const Profile& profile, std::uint64_t rows, b
                                            : first_may_decide ? std::vector{host_first_sketch_rows, host_sketch_rows}
                                                               : std::vector{host_sketch_rows};
   sketch_evidence evidence;
-  for (const std::uint64_t size : sizes) {
-    const std::uint64_t sampled = std::min(rows, size);
+  for (std::size_t s = 0; s < sizes.size(); ++s) {
+    const std::uint64_t sampled = std::min(rows, sizes[s]);
     if (sampled == evidence.sample_rows) break;  // the same sample again: fewer rows than the first size
+    // The next size would be the same sample (fewer rows than it): this one is the last.
+    const bool last = s + 1 == sizes.size() || std::min(rows, sizes[s + 1]) == sampled;
     evidence = sketch_evidence{};
     evidence.rows = rows;
     evidence.sample_rows = sampled;
     evidence.sub_rows = (sampled + 3) / 4;
-    const auto taken = sketch(rows / sampled, sampled);
+    const auto taken = sketch(rows / sampled, sampled, last);
     evidence.sample_distinct = sketch_estimate(taken.registers);
     evidence.sub_distinct = sketch_estimate(taken.sub_registers);
     evidence.neighbour_pairs = taken.neighbour_pairs;
@@ -401,7 +415,9 @@ staged_estimate estimate_in_stages(const Profile& profile, std::uint64_t rows, b
     }
   }
   if (host_input) {
-    return {std::max<std::uint64_t>(extrapolate_from_sketch(evidence, frequent), 1), estimate_source::extrapolated};
+    double error = 0;
+    const std::uint64_t groups = extrapolate_from_sketch(evidence, frequent, &error);
+    return {std::max<std::uint64_t>(groups, 1), estimate_source::extrapolated, error};
   }
   const double every = sketch_estimate(sketch_every().registers);
   return {static_cast<std::uint64_t>(std::clamp(std::llround(every), 1LL, static_cast<long long>(rows))),
@@ -481,17 +497,20 @@ inline constexpr std::uint64_t sketch_prefetch_rows = 32;
 
 /// The sketches of rows 0, stride, ... (n of them) of `rows`, each row's key word given by
 /// `load(row)` (a 64-bit value: the table word of a key); in every compare_every(n)-th stride
-/// the row that sample_offset places is compared with its right neighbour. `prefetch(row)`
+/// the row that sample_offset places is compared with its right neighbour; with
+/// `linear_count`, also the linear count of the keys (host_sketch::linear_distinct). `prefetch(row)`
 /// asks for a row's key sketch_prefetch_rows strides ahead: the strided rows lie on distinct
 /// cache lines and, a few strides on, distinct pages, whose misses the core overlaps only as
 /// far as its reorder window reaches.
 template <class Load, class Prefetch = no_prefetch>
 host_sketch sketch_host_rows(const Load& load, std::uint64_t rows, std::uint64_t stride, std::uint64_t n,
-                             unsigned threads, const Prefetch& prefetch = {}) {
-  // Down to 2^14 keys a thread: its fixed cost (a start, 640 KiB of scratch to clear) stays
-  // under a tenth of its keys' cache misses, and the first host sketch (2^18 keys) still
-  // spreads over 16 threads.
-  threads = std::max(1u, std::min<unsigned>(threads, static_cast<unsigned>((n + 16383) / 16384)));
+                             unsigned threads, const Prefetch& prefetch = {}, bool linear_count = true) {
+  // Down to 2^14 keys a thread: its fixed cost (a wake-up, up to 640 KiB of scratch to clear)
+  // stays under a tenth of its keys' cache misses, and the first host sketch (2^18 keys) still
+  // spreads over 16 threads. The threads are the process's copy pool (runtime/host_copy.hpp),
+  // started once: 16 thread starts and joins cost about 0.4 ms, a sixth of a 2^18-key sketch.
+  auto& pool = copy_pool::instance();
+  threads = std::max(1u, std::min<unsigned>({threads, static_cast<unsigned>((n + 16383) / 16384), pool.helpers() + 1}));
   auto scratch = sketch_scratch_pool::take(threads);
   std::vector<std::uint64_t> pairs(threads, 0), equal(threads, 0);
   const std::uint64_t every = compare_every(n);
@@ -504,7 +523,7 @@ host_sketch sketch_host_rows(const Load& load, std::uint64_t rows, std::uint64_t
     if (!scratch[t]) {
       scratch[t] = std::make_unique<sketch_scratch>();
     } else {
-      std::fill(scratch[t]->bitmap.begin(), scratch[t]->bitmap.end(), 0);
+      if (linear_count) std::fill(scratch[t]->bitmap.begin(), scratch[t]->bitmap.end(), 0);
       std::fill(scratch[t]->registers.begin(), scratch[t]->registers.end(), 0);
       std::fill(scratch[t]->sub_registers.begin(), scratch[t]->sub_registers.end(), 0);
     }
@@ -522,8 +541,10 @@ host_sketch sketch_host_rows(const Load& load, std::uint64_t rows, std::uint64_t
       const std::uint64_t hash = sketch_hash(bits);
       const auto slot = sketch_slot(hash);
       registers[slot.index] = std::max(registers[slot.index], slot.rank);
-      const std::uint64_t bit = hash & (sketch_scratch::bitmap_words * 64 - 1);
-      bitmap[bit / 64] |= std::uint64_t{1} << (bit % 64);
+      if (linear_count) {
+        const std::uint64_t bit = hash & (sketch_scratch::bitmap_words * 64 - 1);
+        bitmap[bit / 64] |= std::uint64_t{1} << (bit % 64);
+      }
       if (i % 4 == 0) sub_registers[slot.index] = std::max(sub_registers[slot.index], slot.rank);
       if (i == next_compare) {
         next_compare += every;
@@ -539,7 +560,7 @@ host_sketch sketch_host_rows(const Load& load, std::uint64_t rows, std::uint64_t
   host_sketch merged;
   std::vector<std::uint64_t> set_in(threads, 0);
   const auto combine = [&](unsigned t) {
-    const auto [first_word, end_word] = slice(sketch_scratch::bitmap_words, t);
+    const auto [first_word, end_word] = slice(linear_count ? sketch_scratch::bitmap_words : 0, t);
     for (std::uint64_t w = first_word; w < end_word; ++w) {
       std::uint64_t word = 0;
       for (const auto& s : scratch) word |= s->bitmap[w];
@@ -557,16 +578,8 @@ host_sketch sketch_host_rows(const Load& load, std::uint64_t rows, std::uint64_t
     work(0);
     combine(0);
   } else {
-    // One start per thread (a start costs about as much as a thread's share of the keys).
-    std::barrier sketched(static_cast<std::ptrdiff_t>(threads));
-    std::vector<std::jthread> pool;
-    for (unsigned t = 0; t < threads; ++t) {
-      pool.emplace_back([&, t] {
-        work(t);
-        sketched.arrive_and_wait();
-        combine(t);
-      });
-    }
+    pool.run(threads, work);
+    pool.run(threads, combine);
   }
   sketch_scratch_pool::give_back(scratch);
   std::uint64_t set = 0;

@@ -85,8 +85,10 @@ class query_planner {
   std::uint64_t initial_table_capacity() const;
 
   /// The groups tables are sized for: the planned groups, except that an estimate within its
-  /// error (estimate_tolerance) above a power-of-two table size rounds down to it: a table sized
-  /// for 1031 groups when 1024 are there is twice as large, and a local table no longer fits.
+  /// error (estimate_tolerance, or 2.5 of the estimate's own standard errors where it knows them
+  /// and they are larger: input_profile::estimate_error) above a power-of-two table size rounds
+  /// down to it: a table sized for 1031 groups when 1024 are there is twice as large, and a
+  /// local table no longer fits.
   std::uint64_t sizing_groups() const;
 
   /// The table after a growth: room for the groups it holds and the new groups the spill area
@@ -158,9 +160,10 @@ class query_planner {
 
   /// Entries of the spill area for a first table of `table_capacity` buckets: every row of the
   /// blocks in flight (block_rows() x window()); with compact_spill(), a quarter of the table's
-  /// buckets (at least 4096, at most that): a table sized from an estimate within 2x of the
-  /// groups seldom spills at all, and one that fills long before its growth spills more rows
-  /// than any spill area short of the rows in flight holds, so the query runs again.
+  /// buckets (at most that): a table sized from an estimate within 2x of the groups seldom
+  /// spills at all, and one that fills long before its growth spills more rows than any spill
+  /// area short of the rows in flight holds, so the query runs again. No larger floor: a
+  /// small table's query then holds about 1.25 tables, not a spill area many times the table.
   std::uint64_t spill_capacity(std::uint64_t table_capacity) const;
 
   /// Rows of each block the tuner measures: the 16 MiB blocks the paper tunes with (section 3.1),

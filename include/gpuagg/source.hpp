@@ -28,12 +28,12 @@ inline constexpr auto program_source = detail::concat(
     detail::kernels::table_kernels, detail::kernels::partition_kernels, Strategy::cl_source,
     detail::kernels::export_kernel);
 
-/// The group estimate's program of key policy `Key` (kernels/estimate.hpp: gpuagg_sample,
-/// gpuagg_sketch).
+/// The group estimate's program of key policy `Key` (kernels/estimate.hpp: gpuagg_sketch,
+/// gpuagg_sketch_words).
 template <class Key>
 inline constexpr auto sample_program_source = detail::concat(detail::kernels::header, Key::cl_source,
                                                              detail::sketch_cl_source, detail::sample_offset_cl_source,
-                                                             detail::kernels::sample_kernel);
+                                                             detail::kernels::sketch_kernels);
 
 /// program_source for a strategy chosen at run time.
 template <class Bound>

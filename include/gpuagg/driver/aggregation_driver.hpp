@@ -293,6 +293,7 @@ class aggregation_driver {
   struct group_estimate {
     std::uint64_t groups = 1;
     estimate_source source = estimate_source::none;
+    double relative_error = 0;  ///< detail::staged_estimate::relative_error
   };
   struct finalize_events {
     cl::Event kernel;

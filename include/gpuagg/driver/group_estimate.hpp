@@ -8,6 +8,7 @@
 #endif
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <thread>
 
@@ -34,29 +35,53 @@ auto aggregation_driver<Bound>::sample_keys() -> std::vector<bits_type> {
     }
     return sample;
   }
-  // A gather kernel, then one read: a strided rectangle read of single elements is slow on
-  // some drivers (one small copy per element).
-  cl::Kernel gather = ctx_.kernel(estimate_program(), "gpuagg_sample");
-  const std::size_t bytes = sample.size() * sizeof(bits_type);
-  cl::Buffer out = allocate(bytes, "the key sample");
-  detail::kernels::sample_args<cl::Buffer> args;
-  args.key_columns = device_key_columns();
-  args.first = key.offset;
-  args.stride = stride;
-  args.n = static_cast<std::uint32_t>(n);
-  args.rows_end = key.offset + rows_;
-  args.out = out;
-  detail::bind_arguments(gather, "the key sample", args);
-  const std::size_t local =
-      std::min<std::size_t>(256, detail::power_of_two_below(kernel_work_group_limit(gather)));
-  launch(gather, cover(n, local), local, "sampling the key column", nullptr);
-  // Read into pinned memory (a direct copy; a read into pageable memory may be staged).
+  // Read straight into pinned host memory, no device buffer between: one rectangle read per key
+  // column whose rows are the sampled rows (`stride` rows apart) and whose two elements are the
+  // row and its right neighbour. A query over a few groups then holds no more device memory
+  // than its table. A short column (at most four times the sample) is read whole instead: its
+  // rows are too close for a rectangle of two-element rows.
+  const bool whole = rows_ <= 4 * std::uint64_t{n};
+  std::array<std::uint64_t, key_policy::columns> at{};
+  std::uint64_t bytes = 0;
+  for (std::size_t c = 0; c < key_policy::columns; ++c) {
+    at[c] = bytes;
+    bytes += (whole ? rows_ : 2 * std::uint64_t{n}) * key_policy::column_bytes[c];
+  }
   auto [pinned, size_class] = ctx_.pooled_pinned(bytes, "the key sample's host copy");
-  const cl_int read = ctx_.compute_queue().enqueueReadBuffer(out, CL_TRUE, 0, bytes, pinned.mapped);
-  if (read == CL_SUCCESS) std::memcpy(sample.data(), pinned.mapped, bytes);
+  auto* host = static_cast<char*>(pinned.mapped);
+  auto& queue = ctx_.compute_queue();
+  cl_int read = CL_SUCCESS;
+  for (std::size_t c = 0; c < key_policy::columns && read == CL_SUCCESS; ++c) {
+    const std::size_t width = key_policy::column_bytes[c];
+    const bool last = c + 1 == key_policy::columns;
+    if (whole) {
+      read = queue.enqueueReadBuffer(columns_[c].device, last ? CL_TRUE : CL_FALSE, key.offset * width,
+                                     rows_ * width, host + at[c]);
+    } else {
+      const std::array<cl::size_type, 3> origin{key.offset * width, 0, 0};
+      const std::array<cl::size_type, 3> to{0, 0, 0};
+      const std::array<cl::size_type, 3> region{2 * width, n, 1};
+      read = queue.enqueueReadBufferRect(columns_[c].device, last ? CL_TRUE : CL_FALSE, origin, to, region,
+                                         stride * width, 0, 2 * width, 0, host + at[c]);
+    }
+  }
+  if (read == CL_SUCCESS) {
+    std::array<const void*, key_policy::columns> copies{};
+    for (std::size_t c = 0; c < key_policy::columns; ++c) copies[c] = host + at[c];
+    for (std::size_t i = 0; i < n; ++i) {
+      if (whole) {
+        const std::uint64_t row = i * stride;
+        sample[i] = key_policy::load_bits(copies.data(), row);
+        sample[n + i] = key_policy::load_bits(copies.data(), row + 1 < rows_ ? row + 1 : row);
+      } else {
+        sample[i] = key_policy::load_bits(copies.data(), 2 * i);
+        sample[n + i] = key_policy::load_bits(copies.data(), 2 * i + 1);
+      }
+    }
+  }
+  if (read != CL_SUCCESS) (void)queue.finish();  // no read still writes to the pinned copy when it goes back
   ctx_.recycle_pinned(size_class, pinned);
   detail::check(read, "reading the key sample");
-  recycle(out);
   return sample;
 }
 
@@ -66,20 +91,20 @@ auto aggregation_driver<Bound>::sample_keys() -> std::vector<bits_type> {
 template <class Bound>
 auto aggregation_driver<Bound>::estimate_groups(const detail::sample_profile& profile) -> group_estimate {
   const auto& key = columns_.front();
-  const auto sketch = [&](std::uint64_t stride, std::uint64_t n) {
+  const auto sketch = [&](std::uint64_t stride, std::uint64_t n, bool last) {
     if (on_device_) return sketch_on_device(device_key_columns(), false, key.offset, stride, n, key.offset + rows_, true);
     const unsigned threads = opts_.copy_threads ? opts_.copy_threads
                                                 : std::clamp(std::thread::hardware_concurrency(), 1u, 16u);
     const auto hosts = host_key_columns();
     return detail::sketch_host_rows(
         [&](std::uint64_t row) { return std::uint64_t(key_policy::load_bits(hosts.data(), row)); }, rows_, stride, n,
-        threads, [&](std::uint64_t row) { prefetch_host_keys(hosts, row); });
+        threads, [&](std::uint64_t row) { prefetch_host_keys(hosts, row); }, last);
   };
   const auto every = [&] {
     return sketch_on_device(device_key_columns(), false, key.offset, 1, rows_, key.offset + rows_, false);
   };
   const auto estimate = detail::estimate_in_stages(profile, rows_, !on_device_, sketch, every);
-  return {estimate.groups, estimate.source};
+  return {estimate.groups, estimate.source, estimate.relative_error};
 }
 
 /// The sketches of `n` keys, `stride` rows apart from row `first`, read back: of the key columns

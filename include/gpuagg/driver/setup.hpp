@@ -100,7 +100,7 @@ void aggregation_driver<Bound>::setup() {
     } else {
       const detail::phase_clock clock(stats_.host.estimate);
       const auto groups = estimate_groups(found.profile);
-      found.estimate = {groups.groups, groups.source};
+      found.estimate = {groups.groups, groups.source, groups.relative_error};
     }
     return found;
   };
@@ -121,7 +121,7 @@ void aggregation_driver<Bound>::setup() {
   }
   const detail::sample_profile& profile = found.profile;
   hot_key_ = static_cast<bits_type>(profile.hottest_key);
-  const group_estimate groups{found.estimate.groups, found.estimate.source};
+  const group_estimate groups{found.estimate.groups, found.estimate.source, found.estimate.relative_error};
   stats_.expected_groups = groups.groups;
   stats_.expected_groups_estimated = estimate;
   stats_.estimate_source = groups.source;
@@ -191,6 +191,7 @@ void aggregation_driver<Bound>::make_planner(const detail::sample_profile& sampl
   profile.on_device = on_device_;
   profile.expected_groups = groups.groups;
   profile.source = groups.source;
+  profile.estimate_error = groups.relative_error;
   profile.sampled = sample.sample_size > 0;
   profile.hottest_key_share = sample.hottest_key_share;
   profile.runs_share = sample.runs_share;

@@ -1,7 +1,7 @@
 #pragma once
 // The group estimate's kernels, in a program of their own (the key policy and the sketch's hash
-// only, so the estimate builds nothing big): the key sample and the HyperLogLog sketches
-// (estimate.hpp), with their argument structs.
+// only, so the estimate builds nothing big): the HyperLogLog sketches (estimate.hpp), with their
+// argument struct. The key sample needs no kernel (driver/group_estimate.hpp reads it).
 
 #include <cstdint>
 #include <vector>
@@ -11,21 +11,7 @@
 
 namespace gpuagg::detail::kernels {
 
-// The key sample (the group estimate's first stage and the skew measure): n keys, `stride` rows
-// apart, from row `first`. A program of its own (key policy and the sketch's hash only), so the
-// estimate builds nothing big.
-// Each sampled row's right neighbour (the row itself at rows_end - 1) goes to out[n + i]: the
-// runs of equal keys that sorted input shows.
-inline constexpr fixed_string sample_kernel{R"CLC(
-__kernel void gpuagg_sample(KEY_PARAMS, const ulong first, const ulong stride, const uint n, const ulong rows_end,
-                            __global KEY_T* restrict out) {
-  for (uint i = get_global_id(0); i < n; i += get_global_size(0)) {
-    const ulong row = first + (ulong)i * stride;
-    out[i] = KEY_LOAD(row);
-    out[n + i] = KEY_LOAD(row + 1ul < rows_end ? row + 1ul : row);
-  }
-}
-
+inline constexpr fixed_string sketch_kernels{R"CLC(
 // The group estimate's sketches (estimate.hpp): the keys of rows first, first + stride, ...
 // (n rows) raise HyperLogLog registers regs[0, 2^P) to their rank. With `sampled` set (a
 // strided sample), every fourth of them also raises regs[2^P, 2^(P+1)) (the smaller sample),
@@ -86,26 +72,6 @@ GPUAGG_DEFINE_SKETCH(gpuagg_sketch, KEY_PARAMS, KEY_LOAD)
 #define GPUAGG_WORD_LOAD(row) (words[row])
 GPUAGG_DEFINE_SKETCH(gpuagg_sketch_words, __global const KEY_T* restrict words, GPUAGG_WORD_LOAD)
 )CLC"};
-
-/// gpuagg_sample(KEY_PARAMS, first, stride, n, rows_end, out).
-template <class Buffer>
-struct sample_args {
-  std::vector<Buffer> key_columns;
-  std::uint64_t first = 0;
-  std::uint64_t stride = 1;
-  std::uint32_t n = 0;
-  std::uint64_t rows_end = 0;
-  Buffer out;
-  template <class F>
-  void for_each(F& f) const {
-    f(key_columns);
-    f(first);
-    f(stride);
-    f(n);
-    f(rows_end);
-    f(out);
-  }
-};
 
 /// gpuagg_sketch(KEY_PARAMS, first, stride, n, rows_end, sampled, regs, counts, scratch), and
 /// gpuagg_sketch_words with one buffer of table words in place of the key columns.

@@ -40,7 +40,7 @@ inline std::size_t query_planner::block_rows() const {
 inline std::uint64_t query_planner::spill_capacity(std::uint64_t table_capacity) const {
   const std::uint64_t every_row = std::uint64_t{block_rows()} * window();
   if (!compact_spill()) return every_row;
-  return std::min(every_row, std::max<std::uint64_t>(table_capacity / 4, 4096));
+  return std::min(every_row, std::max<std::uint64_t>(table_capacity / 4, 1));
 }
 
 inline std::size_t query_planner::tuning_block_rows() const {

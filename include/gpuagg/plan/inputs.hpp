@@ -42,6 +42,7 @@ struct input_profile {
   bool on_device = false;
   std::uint64_t expected_groups = 1;  ///< the hint, the domain's size or the estimate
   estimate_source source = estimate_source::none;
+  double estimate_error = 0;  ///< the estimate's relative standard error where known (staged_estimate)
   bool sampled = false;               ///< the key sample was taken (skew is known)
   double hottest_key_share = 0;       ///< the sample's most frequent key's share of it
   double runs_share = 0;              ///< the sample's rows whose right neighbour has their key

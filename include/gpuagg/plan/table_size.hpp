@@ -34,8 +34,10 @@ inline std::uint64_t query_planner::sizing_groups() const {
                          profile_.source == estimate_source::full_sketch ||
                          profile_.source == estimate_source::extrapolated;
   if (!estimated || planned_groups_ != profile_.expected_groups) return planned_groups_;
-  return std::max<std::uint64_t>(
-      1, static_cast<std::uint64_t>(std::ceil(double(planned_groups_) / (1.0 + detail::estimate_tolerance))));
+  // An estimate whose own error is known larger (the host's extrapolation) is allowed 2.5 of
+  // its standard errors, as the sketch's 2% is 2.5 of its; at most a tenth.
+  const double tolerance = std::clamp(2.5 * profile_.estimate_error, detail::estimate_tolerance, 0.1);
+  return std::max<std::uint64_t>(1, static_cast<std::uint64_t>(std::ceil(double(planned_groups_) / (1.0 + tolerance))));
 }
 
 inline std::uint64_t query_planner::grown_capacity(std::uint64_t groups, std::uint64_t spilled_groups, std::uint64_t current) const {
