@@ -263,6 +263,25 @@ TEST_CASE("the table: growth sized by the new groups, not the spilled rows; part
   CHECK_THROWS_AS(p.table_capacity_for(std::uint64_t{1} << 31), out_of_memory_error);
 }
 
+TEST_CASE("a start configuration gives every work item about a row of a block: host input's blocks, short inputs") {
+  // The entry's configurations were measured on device input's 256 MiB blocks. On host input's
+  // 16 MiB blocks (4 Mi uint32 rows) its work groups per compute unit halve while half of them
+  // would still cover the block's rows; the work-group size stays.
+  const auto device = plan(h100(), uniform_input(1 << 24));
+  const auto host = plan(h100(), uniform_input(1 << 24, std::uint64_t{1} << 27, false));
+  const auto d = device.default_params();
+  const auto h = host.default_params();
+  CHECK(d.strategy == h.strategy);
+  CHECK(host.block_rows() == (std::size_t{16} << 20) / 4);
+  CHECK(device.total_threads(d.config) <= device.block_rows());
+  CHECK(host.total_threads(h.config) >= host.block_rows());
+  CHECK(host.total_threads(h.config) < 2 * std::uint64_t{host.block_rows()});
+  CHECK(h.config.work_group_size == d.config.work_group_size);
+  CHECK(h.config.work_groups_per_cu < d.config.work_groups_per_cu);
+  // A thousand rows: one work group per compute unit is already more work items than rows.
+  CHECK(plan(h100(), uniform_input(1 << 4, 1000)).default_params().config.work_groups_per_cu == 1);
+}
+
 TEST_CASE("an estimate a little above a power of two sizes the table for it, within the estimate's own error") {
   // 1.025x of 2^24 groups, host input: within 2% (the sketch's tolerance) it is not, so the table
   // is twice what 2^24 groups need; the host's extrapolation knows its error (1.3%: 2.5 of them

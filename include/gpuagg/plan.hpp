@@ -183,7 +183,8 @@ class query_planner {
   /// configuration where the sample shows runs of equal keys (runs_share; neighbouring work
   /// items then update one bucket, and fewer of them contend), its scattered-keys one where the
   /// keys are spread wider than a dense range (scattered_keys), INDEPENDENT the paper's initial
-  /// configuration (section 4.1); its work groups halved until the kernel runs them.
+  /// configuration (section 4.1); its work groups halved until the kernel runs them, and while
+  /// half of them would still give every work item a row of a block (block_rows).
   launch_config initial_config(strategy_kind strategy) const;
 
   /// Whether the keys are spread wider than a dense range: the sample's key range more than

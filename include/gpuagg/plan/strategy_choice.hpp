@@ -55,6 +55,11 @@ inline launch_config query_planner::initial_config(strategy_kind strategy) const
     config.work_group_size /= 2;
     config.work_groups_per_cu *= 2;
   }
+  // No more work items than a block has rows. The entry's configurations were measured on
+  // device input's large blocks; on host input's 16 MiB blocks (and on short inputs) many of
+  // their work items would find no row and still set up and flush their work group's tables.
+  const std::uint64_t rows = std::min<std::uint64_t>(block_rows(), std::max<std::uint64_t>(profile_.rows, 1));
+  while (config.work_groups_per_cu > 1 && total_threads(config) / 2 >= rows) config.work_groups_per_cu /= 2;
   return config;
 }
 
