@@ -324,7 +324,9 @@ inline sketch_decision estimate_from_sketch(const sketch_evidence& e, const freq
 /// makes it low), else (no repetition: many groups) the sample's growth between its two sizes
 /// as a power law D(n) ~ n^b, b in [0, 1]; bounded by the runs bound and the rows.
 /// `relative_error`, if given, receives the estimate's relative standard error where the fit of
-/// the linear count determines it (the repeated keys' Poisson error and the count's own), else 0.
+/// the linear count determines it (the repeated keys' Poisson error and the count's own) and the
+/// sampled rows are independent draws, else 0 (another fit or a bound decided, or neighbouring
+/// rows repeat keys).
 inline std::uint64_t extrapolate_from_sketch(const sketch_evidence& e, const frequent_keys_summary& frequent,
                                              double* relative_error = nullptr) {
   if (relative_error != nullptr) *relative_error = 0;
@@ -342,8 +344,13 @@ inline std::uint64_t extrapolate_from_sketch(const sketch_evidence& e, const fre
     const auto fitted = repeated > 3.0 * linear_count_error(double(e.sample_rows)) + 10.0 ? fit_groups(d_linear, n)
                                                                                         : std::nullopt;
     groups = fitted ? double(frequent.keys) + expected_distinct(*fitted, double(e.rows) * rest) : double(e.rows);
-    // The fitted G goes about as 1 / (repeated keys): their relative error is its.
-    if (fitted && relative_error != nullptr) {
+    // The fitted G goes about as 1 / (repeated keys): their relative error is its, where the
+    // sampled rows are independent draws. Where neighbours repeat keys (runs, skew: more than
+    // 1% of the compared pairs, against 1/G for shuffled keys) they are not, and no error is
+    // reported.
+    const bool independent =
+        e.neighbour_pairs == 0 || double(e.neighbour_equal) <= 0.01 * double(e.neighbour_pairs);
+    if (fitted && independent && relative_error != nullptr) {
       const double error = linear_count_error(double(e.sample_rows));
       *relative_error = std::sqrt(repeated + error * error) / repeated;
     }
@@ -357,8 +364,11 @@ inline std::uint64_t extrapolate_from_sketch(const sketch_evidence& e, const fre
     }
     groups = d_all * std::pow(double(e.rows) / double(e.sample_rows), growth);
   }
+  const double fitted_groups = groups;
   if (const auto bound = runs_bound(e)) groups = std::min(groups, *bound);
   groups = std::clamp(groups, d_all, double(e.rows));
+  // A bound, not the fit, decided: the fit's error says nothing of it.
+  if (groups != fitted_groups && relative_error != nullptr) *relative_error = 0;
   return static_cast<std::uint64_t>(std::llround(groups));
 }
 
