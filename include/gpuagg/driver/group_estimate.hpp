@@ -44,8 +44,8 @@ auto aggregation_driver<Bound>::sample_keys() -> std::vector<bits_type> {
   std::array<std::uint64_t, key_policy::columns> at{};
   std::uint64_t bytes = 0;
   for (std::size_t c = 0; c < key_policy::columns; ++c) {
-    at[c] = bytes;
-    bytes += (whole ? rows_ : 2 * std::uint64_t{n}) * key_policy::column_bytes[c];
+    at[c] = (bytes + 63) / 64 * 64;  // each column's copy aligned for its element type
+    bytes = at[c] + (whole ? rows_ : 2 * std::uint64_t{n}) * key_policy::column_bytes[c];
   }
   auto [pinned, size_class] = ctx_.pooled_pinned(bytes, "the key sample's host copy");
   auto* host = static_cast<char*>(pinned.mapped);
