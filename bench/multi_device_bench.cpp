@@ -14,6 +14,7 @@
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
+#include <cstdlib>
 #include <chrono>
 #include <cstdint>
 #include <iostream>
@@ -32,6 +33,7 @@ struct timing {
   bool verified = true;
   std::vector<std::uint64_t> rows_per_device;
   std::string phases;  ///< set-up (the slowest member's), run (the slowest member's), merge, finalize, ms
+  std::string merge = "-";  ///< several members: one-site or by-owner (the last query's)
 };
 
 /// The same phases of a one-device query: set-up, the blocks, no merge, FINALIZE and the copy.
@@ -90,6 +92,11 @@ int main(int argc, char** argv) {
   app.add_option("--reps", reps, "timed repetitions");
   app.add_option("--warmup", warmup, "untimed runs first");
   app.add_option("--seed", seed, "input seed");
+  std::vector<std::string> merges{"rule"};
+  app.add_option("--merge", merges,
+                 "the set's merge form(s), each measured: rule (the library's choice), one-site, by-owner "
+                 "(GPUAGG_MERGE)")
+      ->delimiter(',');
   bool verbose = false;
   app.add_flag("--verbose", verbose, "each query of several members: its stats (rows, blocks, verdicts) on stderr");
   CLI11_PARSE(app, argc, argv);
@@ -102,6 +109,12 @@ int main(int argc, char** argv) {
   const std::size_t rows = std::size_t{1} << rows_log2;
   const std::size_t n = set.size();
   const auto wants = [&](const char* input) { return std::find(inputs.begin(), inputs.end(), input) != inputs.end(); };
+  for (const auto& m : merges) {
+    if (m != "rule" && m != "one-site" && m != "by-owner") {
+      std::cerr << "multi_device_bench: unknown merge form " << m << '\n';
+      return 2;
+    }
+  }
   for (const auto& input : inputs) {
     if (input != "pinned" && input != "pageable" && input != "device" && input != "pinned-parts") {
       std::cerr << "multi_device_bench: unknown input " << input << '\n';
@@ -126,7 +139,7 @@ int main(int argc, char** argv) {
   const auto query = gpuagg::select(gpuagg::sum(gpuagg::col<0>));
 
   std::cout << "device_set,input,rows,groups,rows_per_device,wall_median_ms,wall_best_ms,first_query_ms,"
-               "ratio_to_best_single,members_setup_ms,members_run_ms,merge_ms,finalize_ms,verified\n";
+               "ratio_to_best_single,members_setup_ms,members_run_ms,merge_ms,finalize_ms,verified,merge\n";
   std::size_t verified = 0;
   std::size_t unverified = 0;
   for (const unsigned gl : groups_log2) {
@@ -175,7 +188,7 @@ int main(int argc, char** argv) {
         gpuagg::options opts;
         opts.ctx = &device;
         auto r = gpuagg::group_by(keys, vals, query, opts);
-        std::string phases = phases_of(r.stats);  // before r moves: copying a result is not the query's time
+        std::string phases = phases_of(r.stats) + ",-";  // before r moves: copying a result is not the query's time
         return std::tuple{std::move(r), std::vector<std::uint64_t>{rows}, std::move(phases)};
       };
       // The whole set's query: its result, rows per member, phases.
@@ -185,6 +198,7 @@ int main(int argc, char** argv) {
         // Every query of several members, with each member's rows, blocks and verdict, on stderr.
         if (several && verbose) std::cerr << input << ' ' << groups << " groups: " << r.stats << '\n';
         std::string phases = several ? phases_of(r.stats) : phases_of(r.result.stats);
+        if (several) phases += r.stats.by_owner ? ",by-owner" : ",one-site";
         return std::tuple{std::move(r.result), per, std::move(phases)};
       };
       // One query over `members` (the whole set, or one member alone: index `alone`).
@@ -219,7 +233,8 @@ int main(int argc, char** argv) {
           if (rep < warmup) continue;
           walls.push_back(wall);
           t.rows_per_device = per;
-          t.phases = phases;
+          t.phases = phases.substr(0, phases.rfind(','));
+          t.merge = phases.substr(phases.rfind(',') + 1);
         }
         std::sort(walls.begin(), walls.end());
         t.median = walls.empty() ? 0 : walls[walls.size() / 2];
@@ -232,14 +247,26 @@ int main(int argc, char** argv) {
         alone.push_back(measure(singles[i], i));
         if (best_single == 0 || alone.back().median < best_single) best_single = alone.back().median;
       }
-      const timing together = set.size() > 1 ? measure(set, 0) : alone.front();
+      // The set once per merge form asked for (GPUAGG_MERGE, read by each query).
+      std::vector<timing> together;
+      if (set.size() > 1) {
+        for (const auto& m : merges) {
+          if (m == "rule") {
+            unsetenv("GPUAGG_MERGE");
+          } else {
+            setenv("GPUAGG_MERGE", m.c_str(), 1);
+          }
+          together.push_back(measure(set, 0));
+        }
+        unsetenv("GPUAGG_MERGE");
+      }
       const auto line = [&](const std::string& name, const timing& t) {
         std::string per;
         for (const auto n : t.rows_per_device) per += (per.empty() ? "" : ";") + std::to_string(n);
         std::cout << '"' << name << "\"," << input << ',' << rows << ',' << groups << ',' << per << ','
                   << t.median * 1e3 << ',' << t.best * 1e3 << ',' << t.first * 1e3 << ','
                   << (t.median > 0 ? best_single / t.median : 0)
-                  << ',' << t.phases << ',' << (t.verified ? 1 : 0) << '\n';
+                  << ',' << t.phases << ',' << (t.verified ? 1 : 0) << ',' << t.merge << '\n';
         (t.verified ? verified : unverified) += 1;
       };
       std::string all;
@@ -247,7 +274,7 @@ int main(int argc, char** argv) {
         line(set[i].info().name, alone[i]);
         all += (all.empty() ? "" : " + ") + set[i].info().name;
       }
-      if (set.size() > 1) line(all, together);
+      for (const auto& t : together) line(all, t);
     }
   }
   std::cerr << "multi-device-bench: " << verified << " results verified, " << unverified << " unverified\n";

@@ -477,46 +477,58 @@ def table_multi_device(res):
     rows = res.rows("multi_device.csv")
     if not rows:
         return None
-    by = defaultdict(lambda: {"both": None, "singles": []})
+    by = defaultdict(lambda: {"both": [], "singles": []})
     for r in rows:
         entry = by[(r["input"], int(r["groups"]))]
         if " + " in r["device_set"]:
-            entry["both"] = r
+            entry["both"].append(r)
         else:
             entry["singles"].append(r)
+    forms = "merge" in rows[0]
     order = ["device", "pinned-parts", "pinned", "pageable"]
     phases = "merge_ms" in rows[0]
     first = "first_query_ms" in rows[0]
     out = []
     for (input_, groups), d in sorted(by.items(), key=lambda kv: (order.index(kv[0][0]) if kv[0][0] in order
                                                                   else len(order), kv[0][1])):
-        both, singles = d["both"], d["singles"]
-        if not both or not singles:
+        singles = d["singles"]
+        if not d["both"] or not singles:
             continue
         best = min(singles, key=lambda r: float(r["wall_median_ms"]))
         rest = sorted((r for r in singles if r is not best), key=lambda r: float(r["wall_median_ms"]))
-        per = [int(x) for x in both["rows_per_device"].split(";")]
-        line = [input_, f"2^{lg(groups)}", f"{fmt(float(best['wall_median_ms']))} ({best['device_set']})",
-                ", ".join(f"{fmt(float(r['wall_median_ms']))}" for r in rest),
-                fmt(float(both["wall_median_ms"])),
-                f"{float(best['wall_median_ms']) / float(both['wall_median_ms']):.2f}x"]
-        if first:
-            line += [fmt(float(both["first_query_ms"])) if both["first_query_ms"] else "-"]
-        line += [" / ".join(f"{100 * p / sum(per):.1f}%" for p in per)]
-        if phases:
-            line += [" / ".join(fmt(float(both[k])) for k in ("members_setup_ms", "members_run_ms", "merge_ms",
-                                                              "finalize_ms")),
-                     " / ".join(fmt(float(best[k])) for k in ("members_setup_ms", "members_run_ms",
-                                                              "finalize_ms"))]
-        out.append(line)
+        for both in d["both"]:
+            out.append(multi_device_line(input_, groups, both, best, rest, first, phases, forms))
     header = ["input", "groups", "best single device, ms", "other device, ms", "together, ms",
               "together vs best single"]
+    if forms:
+        header[4:4] = ["merge"]
     if first:
         header += ["together, the shape's first query (every member in it), ms"]
     header += ["rows per device"]
     if phases:
         header += ["together: set-up / run / merge / finalize, ms", "best single: set-up / run / finalize, ms"]
     return table(header, out)
+
+
+def multi_device_line(input_, groups, both, best, rest, first, phases, forms):
+    """One line of the multi-device table: the set together (in one merge form) beside the best
+    single device and the others."""
+    per = [int(x) for x in both["rows_per_device"].split(";")]
+    line = [input_, f"2^{lg(groups)}", f"{fmt(float(best['wall_median_ms']))} ({best['device_set']})",
+            ", ".join(f"{fmt(float(r['wall_median_ms']))}" for r in rest),
+            fmt(float(both["wall_median_ms"])),
+            f"{float(best['wall_median_ms']) / float(both['wall_median_ms']):.2f}x"]
+    if forms:
+        line[4:4] = [both["merge"]]
+    if first:
+        line += [fmt(float(both["first_query_ms"])) if both["first_query_ms"] else "-"]
+    line += [" / ".join(f"{100 * p / sum(per):.1f}%" for p in per)]
+    if phases:
+        line += [" / ".join(fmt(float(both[k])) for k in ("members_setup_ms", "members_run_ms", "merge_ms",
+                                                          "finalize_ms")),
+                 " / ".join(fmt(float(best[k])) for k in ("members_setup_ms", "members_run_ms",
+                                                          "finalize_ms"))]
+    return line
 
 
 def table_targets(run):

@@ -7,6 +7,9 @@
 #include <cstdlib>
 #include <chrono>
 #include <deque>
+#include <limits>
+#include <optional>
+#include <string>
 #include <thread>
 
 #include <gpuagg/multi_device.hpp>
@@ -229,6 +232,233 @@ TEST_CASE("the partials merge on the member that aggregated the most rows") {
   CHECK(detail::merge_site({10, 30, 20}) == 1);
   CHECK(detail::merge_site({5, 5}) == 0);
   CHECK(detail::merge_site({0}) == 0);
+}
+
+/// GPUAGG_MERGE set to `value` (unset for nullptr) while it lives.
+class merge_form_env {
+ public:
+  explicit merge_form_env(const char* value) {
+    if (const char* was = std::getenv("GPUAGG_MERGE")) before_ = was;
+    if (value != nullptr) {
+      setenv("GPUAGG_MERGE", value, 1);
+    } else {
+      unsetenv("GPUAGG_MERGE");
+    }
+  }
+  ~merge_form_env() {
+    if (before_) {
+      setenv("GPUAGG_MERGE", before_->c_str(), 1);
+    } else {
+      unsetenv("GPUAGG_MERGE");
+    }
+  }
+
+ private:
+  std::optional<std::string> before_;
+};
+
+TEST_CASE("the merge's form: by owner for large partials of GPUs, at one site otherwise; GPUAGG_MERGE overrides") {
+  {
+    const merge_form_env unset(nullptr);
+    CHECK(detail::choose_merge_form(2, false, detail::by_owner_min_groups) == detail::merge_form::by_owner);
+    CHECK(detail::choose_merge_form(3, false, std::uint64_t{1} << 24) == detail::merge_form::by_owner);
+    CHECK(detail::choose_merge_form(2, false, detail::by_owner_min_groups - 1) == detail::merge_form::one_site);
+    CHECK(detail::choose_merge_form(2, true, std::uint64_t{1} << 24) == detail::merge_form::one_site);  // a CPU member
+    CHECK(detail::choose_merge_form(1, false, std::uint64_t{1} << 24) == detail::merge_form::one_site);
+  }
+  {
+    const merge_form_env forced("by-owner");
+    CHECK(detail::choose_merge_form(2, true, 1) == detail::merge_form::by_owner);
+    CHECK(detail::choose_merge_form(1, false, 1) == detail::merge_form::one_site);  // nobody to merge with
+  }
+  {
+    const merge_form_env forced("one-site");
+    CHECK(detail::choose_merge_form(2, false, std::uint64_t{1} << 24) == detail::merge_form::one_site);
+  }
+}
+
+TEST_CASE("owner_of: every owner gets its share of the groups, and MPI's ranks agree with it") {
+  for (const std::uint32_t owners : {2u, 3u, 5u}) {
+    CAPTURE(owners);
+    std::vector<std::uint64_t> count(owners);
+    const std::uint64_t n = 300'000;
+    for (std::uint64_t k = 0; k < n; ++k) ++count[detail::owner_of(k, owners)];  // dense keys, the hard case
+    for (const auto c : count) CHECK(std::abs(double(c) / double(n) * owners - 1.0) < 0.02);
+    for (std::uint64_t k : {std::uint64_t{0}, std::uint64_t{0xFFFFFFFF}, ~std::uint64_t{0}}) {
+      CHECK(detail::owner_of(k, owners) < owners);
+      CHECK(detail::owner_of(k, 1) == 0);
+    }
+  }
+}
+
+/// Where each owner's groups lie in a by-owner result: owner i's are rows [offset_i,
+/// offset_i + owned_i), each of whose table words the host's owner_of gives to i, which checks
+/// that the kernels' owner function is the host's.
+/// (GPUAGG_MERGE=by-owner: every query with rows on two members merges so; a member the shared
+/// queue stopped early may have none.)
+template <class KeyPolicy, class R>
+void check_owned_rows(const multi_device_stats& stats, const R& r) {
+  std::uint64_t offset = 0;
+  std::vector<std::size_t> owners;
+  for (std::size_t i = 0; i < stats.devices.size(); ++i) {
+    if (stats.devices[i].rows > 0) owners.push_back(i);
+  }
+  CHECK(stats.by_owner == (owners.size() >= 2));
+  if (!stats.by_owner) return;
+  for (std::size_t o = 0; o < owners.size(); ++o) {
+    const auto owned = stats.devices[owners[o]].owned_groups;
+    for (std::uint64_t row = offset; row < offset + owned; ++row) {
+      const auto word = std::uint64_t(KeyPolicy::to_bits(r.keys[row]));
+      REQUIRE(detail::owner_of(word, std::uint32_t(owners.size())) == o);
+    }
+    offset += owned;
+  }
+  CHECK(offset == r.size());
+}
+
+TEST_CASE("merged by owner: each member finalizes the groups it owns into its rows; exact on every distribution") {
+  const merge_form_env forced("by-owner");
+  const auto seed = fresh_seed();
+  CAPTURE(seed);
+  std::mt19937_64 rng(seed);
+  const auto& devices = two_devices();
+  devices.reset_participation();  // an earlier test's too-slow verdict would leave one member
+  // Extreme key values too: 0 and the largest word (EMPTY_KEY's bits, the reserved bucket).
+  auto dictionary = key_dictionary<std::uint32_t>(6000, rng);
+  dictionary.push_back(0);
+  dictionary.push_back(0xFFFFFFFFu);
+  for (const auto d : {distribution::uniform, distribution::zipf, distribution::heavy_hitter,
+                       distribution::sorted_runs}) {
+    const std::string distribution_shown = name(d);
+    CAPTURE(distribution_shown);
+    for (const std::size_t rows : {std::size_t{1}, std::size_t{40'000}, std::size_t{150'001}}) {
+      CAPTURE(rows);
+      auto keys = draw_keys(dictionary, rows, d, rng);
+      if (rows > 2) keys[rows / 2] = 0xFFFFFFFFu;
+      const auto vals = random_values<std::int64_t>(rows, rng);
+      const auto r = group_by(devices, keys, vals, all_kinds, small_blocks());
+      check_equal(r.result, all_kinds_reference(keys, vals));
+      check_stats(r.stats, rows, r.result);
+      check_owned_rows<single_key<std::uint32_t>>(r.stats, r.result);
+    }
+  }
+}
+
+TEST_CASE("merged by owner: composite keys, direct addressing, split input") {
+  const merge_form_env forced("by-owner");
+  const auto seed = fresh_seed();
+  CAPTURE(seed);
+  std::mt19937_64 rng(seed);
+  const auto& devices = two_devices();
+  devices.reset_participation();  // an earlier test's too-slow verdict would leave one member
+  const std::size_t rows = 50'000;
+  SUBCASE("composite keys (uint16, int32) with extreme values") {
+    std::vector<std::uint16_t> ka(rows);
+    std::vector<std::int32_t> kb(rows);
+    std::vector<std::tuple<std::uint16_t, std::int32_t>> tuples(rows);
+    for (std::size_t i = 0; i < rows; ++i) {
+      ka[i] = static_cast<std::uint16_t>(rng() % 3 == 0 ? 0xFFFF : rng() % 60);
+      kb[i] = rng() % 4 == 0 ? std::numeric_limits<std::int32_t>::min() : static_cast<std::int32_t>(rng() % 50) - 25;
+      tuples[i] = {ka[i], kb[i]};
+    }
+    const auto v = random_values<std::int64_t>(rows, rng);
+    const auto q = select(sum(col<0>), count(), min(col<0>), avg(col<0>));
+    using bound = bound_query<packed_key<std::uint16_t, std::int32_t>, std::remove_const_t<decltype(q)>, std::int64_t>;
+    const auto r = group_by(devices, keys(ka, kb), v, q, small_blocks());
+    const auto expected = reference_group_by<bound>(std::span<const std::tuple<std::uint16_t, std::int32_t>>(tuples),
+                                                    std::span<const std::int64_t>(v));
+    check_owned_rows<packed_key<std::uint16_t, std::int32_t>>(r.stats, r.result);
+    auto got = r.result;
+    sort_by_key(got);
+    REQUIRE(got.size() == expected.size());
+    for (std::size_t i = 0; i < expected.size(); ++i) {
+      REQUIRE(got.keys[i] == expected.keys[i]);
+      REQUIRE(std::get<0>(got.columns)[i] == std::get<0>(expected.columns)[i]);
+      REQUIRE(std::get<1>(got.columns)[i] == std::get<1>(expected.columns)[i]);
+      REQUIRE(std::get<2>(got.columns)[i] == std::get<2>(expected.columns)[i]);
+      REQUIRE(same_value(std::get<3>(got.columns)[i], std::get<3>(expected.columns)[i]));
+    }
+  }
+  SUBCASE("int16 keys, direct addressing") {
+    const auto k = draw_keys(key_dictionary<std::int16_t>(500, rng, false, -32768, 32767), rows,
+                             distribution::uniform, rng);
+    const auto v = random_values<std::int32_t>(rows, rng);
+    const auto q = select<direct_addressing>(sum(col<0>), count(), max(col<0>));
+    using bound = bound_query<single_key<std::int16_t>, std::remove_const_t<decltype(q)>, std::int32_t>;
+    options opts = small_blocks();
+    opts.domain = {-32768, 32767};
+    const auto r = group_by(devices, k, v, q, opts);
+    check_equal(r.result, reference_group_by<bound>(std::span<const std::int16_t>(k), std::span<const std::int32_t>(v)));
+    check_owned_rows<single_key<std::int16_t>>(r.stats, r.result);
+  }
+  SUBCASE("split input: disjoint key ranges per part, and one empty part") {
+    const auto dictionary = key_dictionary<std::uint32_t>(8000, rng);
+    const auto all = draw_keys(dictionary, 2 * rows, distribution::uniform, rng);
+    std::vector<std::uint32_t> k0, k1;
+    for (const auto key : all) (key % 2 == 0 ? k0 : k1).push_back(key);  // no group in both parts
+    const auto v0 = random_values<std::int64_t>(k0.size(), rng), v1 = random_values<std::int64_t>(k1.size(), rng);
+    std::vector<std::uint32_t> keys_all(k0);
+    keys_all.insert(keys_all.end(), k1.begin(), k1.end());
+    std::vector<std::int64_t> vals_all(v0);
+    vals_all.insert(vals_all.end(), v1.begin(), v1.end());
+    const std::vector<std::span<const std::uint32_t>> kp{k0, k1};
+    const std::vector<std::span<const std::int64_t>> vp{v0, v1};
+    const auto r = group_by_parts(devices, kp, vp, all_kinds, small_blocks());
+    check_equal(r.result, all_kinds_reference(keys_all, vals_all));
+    check_owned_rows<single_key<std::uint32_t>>(r.stats, r.result);
+    const std::vector<std::span<const std::uint32_t>> one_empty{k0, {}};
+    const std::vector<std::span<const std::int64_t>> one_empty_v{v0, {}};
+    const auto e = group_by_parts(devices, one_empty, one_empty_v, all_kinds, small_blocks());
+    check_equal(e.result, all_kinds_reference(k0, v0));
+    CHECK_FALSE(e.stats.by_owner);  // one member with rows: nobody to merge with
+  }
+}
+
+TEST_CASE("a merge grows the table for the groups the partials add, not for every entry they bring") {
+  const merge_form_env forced("one-site");
+  const auto seed = fresh_seed();
+  CAPTURE(seed);
+  std::mt19937_64 rng(seed);
+  const auto& devices = two_devices();
+  const std::size_t groups = 20'000;
+  const auto dictionary = key_dictionary<std::uint32_t>(2 * groups, rng);
+  const std::vector<std::uint32_t> first_half(dictionary.begin(), dictionary.begin() + groups);
+  const std::vector<std::uint32_t> second_half(dictionary.begin() + groups, dictionary.end());
+  options opts = small_blocks();
+  opts.expected_groups = groups;  // each member's table: 2^16 buckets, room for 32,768 groups
+  SUBCASE("partials of the same groups: no growth") {
+    const auto k0 = draw_keys(first_half, 120'000, distribution::uniform, rng);
+    const auto k1 = draw_keys(first_half, 120'000, distribution::uniform, rng);
+    const auto v0 = random_values<std::int64_t>(k0.size(), rng), v1 = random_values<std::int64_t>(k1.size(), rng);
+    const std::vector<std::span<const std::uint32_t>> kp{k0, k1};
+    const std::vector<std::span<const std::int64_t>> vp{v0, v1};
+    const auto r = group_by_parts(devices, kp, vp, all_kinds, opts);
+    std::vector<std::uint32_t> ka(k0);
+    ka.insert(ka.end(), k1.begin(), k1.end());
+    std::vector<std::int64_t> va(v0);
+    va.insert(va.end(), v1.begin(), v1.end());
+    check_equal(r.result, all_kinds_reference(ka, va));
+    REQUIRE(r.result.size() > groups * 99 / 100);  // all but the few keys no draw picked
+    REQUIRE(r.result.size() <= groups);
+    // Two partials of about 20,000 entries each would pass the load factor; the 20,000 groups
+    // they make do not.
+    CHECK(r.stats.devices[r.stats.merge_device].stats.table_growths == 0);
+  }
+  SUBCASE("partials of disjoint groups: the table grows, and nothing is lost") {
+    const auto k0 = draw_keys(first_half, 120'000, distribution::uniform, rng);
+    const auto k1 = draw_keys(second_half, 120'000, distribution::uniform, rng);
+    const auto v0 = random_values<std::int64_t>(k0.size(), rng), v1 = random_values<std::int64_t>(k1.size(), rng);
+    const std::vector<std::span<const std::uint32_t>> kp{k0, k1};
+    const std::vector<std::span<const std::int64_t>> vp{v0, v1};
+    const auto r = group_by_parts(devices, kp, vp, all_kinds, opts);
+    std::vector<std::uint32_t> ka(k0);
+    ka.insert(ka.end(), k1.begin(), k1.end());
+    std::vector<std::int64_t> va(v0);
+    va.insert(va.end(), v1.begin(), v1.end());
+    check_equal(r.result, all_kinds_reference(ka, va));
+    REQUIRE(r.result.size() > 32'768);  // more than the table holds at the load factor
+    CHECK(r.stats.devices[r.stats.merge_device].stats.table_growths >= 1);
+  }
 }
 
 // Key types: 32-bit words here, 64-bit ones in the composite keys below; the partials carry table

@@ -139,6 +139,30 @@ struct host_result_for<Key, std::tuple<Outputs...>> {
   static type finalize(Driver& driver, presized_result<type>* early = nullptr) {
     return driver.template finalize_to_host<Outputs...>(early);
   }
+  /// Several drivers' merged groups, each finalizing the groups it owns (`owners[i]` owner i of
+  /// owners.size(), detail/owner.hpp) into its rows of one result: `each(n, f)` runs f(0) ...
+  /// f(n - 1) at once (multi_device/run.hpp: merge_by_owner).
+  template <class Driver, class Each>
+  static type finalize_owned(const std::vector<Driver*>& owners, presized_result<type>* early, Each&& each) {
+    const auto parts = static_cast<std::uint32_t>(owners.size());
+    std::vector<device_result<Key, Outputs...>> owned(parts);
+    each(parts, [&](std::size_t i) {
+      owned[i] = owners[i]->template finalize_owned<Outputs...>(parts, static_cast<std::uint32_t>(i));
+    });
+    std::vector<std::uint64_t> offset(parts + 1, 0);
+    for (std::size_t i = 0; i < parts; ++i) offset[i + 1] = offset[i] + owned[i].size();
+    type out;
+    auto sized = early != nullptr ? early->take(offset[parts]) : std::nullopt;
+    if (sized) {
+      out = std::move(*sized);
+    } else {
+      size_result_for_copy(out, offset[parts]);
+    }
+    each(parts, [&](std::size_t i) { owners[i]->copy_owned_to_host(owned[i], out, offset[i]); });
+    out.stats.groups = offset[parts];
+    out.stats.result_presized = sized.has_value();
+    return out;
+  }
   template <class Driver>
   static device_result<Key, Outputs...> finalize_on_device(Driver& driver) {
     return driver.template finalize_on_device<Outputs...>();

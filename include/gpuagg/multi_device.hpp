@@ -7,8 +7,9 @@
 //
 // The blocks of the host input go to whichever device has a free block slot (a shared queue:
 // a slow device takes fewer blocks); each device runs its own driver with its own key sample,
-// plan and programs; the partial aggregates merge on one device, which finalizes once
-// (docs/multi_device.md). Input that already lives split across the members (each part in one
+// plan and programs; the partial aggregates merge on one device, which finalizes once, or by
+// owner: each device takes the groups it owns from the others and finalizes them into its rows
+// of the result (multi_device/merge_site.hpp decides; docs/multi_device.md). Input that already lives split across the members (each part in one
 // GPU's memory, or in host memory pinned for it) goes to group_by_parts: each member aggregates
 // its own part, and the partials merge the same way. A header of its own, not part of groupby.hpp: it brings threads and a
 // device set that single-device users do not need, and it builds on groupby.hpp (make_driver),
@@ -17,7 +18,7 @@
 //   multi_device/device_set.hpp   the members: selectors, sub-devices, the caller's contexts
 //   multi_device/block_queue.hpp  the shared queue of blocks
 //   multi_device/block_size.hpp   DECISION: a block's rows per device (the tail)
-//   multi_device/merge_site.hpp   DECISION: where the partials merge
+//   multi_device/merge_site.hpp   DECISION: how and where the partials merge
 //   multi_device/participation.hpp DECISION: which members take part (slow ones sit out)
 //   multi_device/run.hpp          a member's thread; the merge; the statistics
 
@@ -60,7 +61,8 @@ auto group_by(const device_set& devices, const KeyColumn& keys, const Values& va
         early.start(*driver);
         return driver;
       },
-      [&](auto& driver) { return finisher::finalize(driver, early.get()); }, take_part);
+      [&](auto& driver) { return finisher::finalize(driver, early.get()); }, take_part,
+      [&](const auto& owners, auto&& each) { return finisher::finalize_owned(owners, early.get(), each); });
   std::vector<bool> too_slow;
   for (const auto& d : r.stats.devices) too_slow.push_back(d.too_slow);
   devices.participation().record(take_part, too_slow);
@@ -98,7 +100,8 @@ auto group_by_parts(const device_set& devices, const std::vector<KeyColumn>& key
         return driver;
       },
       [&](auto& driver) { detail::run_query<tuner_params{}>(driver, opts); },
-      [&](auto& driver) { return finisher::finalize(driver, early.get()); });
+      [&](auto& driver) { return finisher::finalize(driver, early.get()); },
+      [&](const auto& owners, auto&& each) { return finisher::finalize_owned(owners, early.get(), each); });
 }
 
 }  // namespace gpuagg

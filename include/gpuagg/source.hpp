@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "detail/fixed_string.hpp"
+#include "detail/owner.hpp"
 #include "estimate.hpp"
 #include "kernels/aggregate.hpp"
 #include "kernels/estimate.hpp"
@@ -25,7 +26,7 @@ template <class Bound, strategy_policy Strategy>
 inline constexpr auto program_source = detail::concat(
     detail::kernels::header, Bound::key::cl_source, Bound::scheme::cl_source, Bound::cl_source,
     detail::kernels::combines, detail::kernels::table_access, detail::kernels::aggregate_common,
-    detail::kernels::table_kernels, detail::kernels::partition_kernels, Strategy::cl_source,
+    detail::owner_cl_source, detail::kernels::table_kernels, detail::kernels::partition_kernels, Strategy::cl_source,
     detail::kernels::export_kernel);
 
 /// The group estimate's program of key policy `Key` (kernels/estimate.hpp: gpuagg_sketch,

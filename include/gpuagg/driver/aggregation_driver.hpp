@@ -27,6 +27,7 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -221,7 +222,9 @@ class aggregation_driver {
 
   /// export_partial() for absorb() by another driver of this query in this process (several
   /// devices): the copy through host memory made once, into pinned memory, where that pays.
-  merge_partial export_for_merge();
+  /// With `owners` above 1, only the groups `owner` owns (detail/owner.hpp: owner_of), for
+  /// that owner to absorb (finalize_owned).
+  merge_partial export_for_merge(std::uint32_t owners = 1, std::uint32_t owner = 0);
   void absorb(const merge_partial& partial);
 
   /// FINALIZE into device buffers: keys, then one buffer per output.
@@ -233,6 +236,18 @@ class aggregation_driver {
   /// `early`: the result's columns, sized on a thread while the device aggregated (or null).
   result<typename key_policy::value_type, Outputs...> finalize_to_host(
       detail::presized_result<result<typename key_policy::value_type, Outputs...>>* early = nullptr);
+
+  /// FINALIZE of the groups that `owner` of `owners` owns (detail/owner.hpp) into the query's
+  /// device buffers, its count read: a multi-device query's members each finalize their share
+  /// of the merged groups, then copy it into one host result (copy_owned_to_host).
+  template <class... Outputs>
+  device_result<typename key_policy::value_type, Outputs...> finalize_owned(std::uint32_t owners,
+                                                                           std::uint32_t owner);
+  /// Copies finalize_owned's groups into rows [offset, offset + owned.size()) of `out`, whose
+  /// columns hold them already.
+  template <class... Outputs>
+  void copy_owned_to_host(const device_result<typename key_policy::value_type, Outputs...>& owned,
+                          result<typename key_policy::value_type, Outputs...>& out, std::uint64_t offset);
 
  private:
   template <std::size_t J>
@@ -257,8 +272,11 @@ class aggregation_driver {
     /// The table as a kernel argument (ACC_PARAMS).
     detail::kernels::table_arg<cl::Buffer> arg() const { return {keys, {accs.begin(), accs.end()}}; }
   };
-  /// EXPORT of the table into new buffers; returns them and the groups (the count checked).
-  std::pair<table_buffers, std::uint64_t> run_export();
+  /// EXPORT of the table (of `owner`'s groups where owners > 1) into new buffers; returns them
+  /// and the groups written (the count checked).
+  std::pair<table_buffers, std::uint64_t> run_export(std::uint32_t owners = 1, std::uint32_t owner = 0);
+  /// COUNT_NEW: of the `n` keys in `incoming`, those the table does not hold yet.
+  std::uint64_t count_new(const table_buffers& incoming, std::uint64_t n);
   /// Enqueues the copies of an export's columns into `staging` (active), their events in
   /// `reads`; returns where the columns will be.
   staged_columns stage_export(detail::host_staging& staging, const table_buffers& exported, std::uint64_t groups,
@@ -418,7 +436,15 @@ class aggregation_driver {
 
   // ---- FINALIZE (driver/finalize.hpp) ----
   template <class... Outputs>
-  finalize_events enqueue_finalize(device_result<typename key_policy::value_type, Outputs...>& out, bool owned);
+  finalize_events enqueue_finalize(device_result<typename key_policy::value_type, Outputs...>& out, bool owned,
+                                   std::uint32_t owners = 1, std::uint32_t owner = 0);
+  /// Copies the `from.size()` groups of a device result into rows from `offset` of the host
+  /// columns `destinations()` returns (called once the copies are queued: it may size them),
+  /// then `await(reads)` (the copies' events where they land straight in those columns).
+  template <class... Outputs>
+  void copy_result(const device_result<typename key_policy::value_type, Outputs...>& from, std::uint64_t offset,
+                   const std::function<std::vector<void*>()>& destinations,
+                   const std::function<void(const std::vector<cl::Event>&)>& await);
   void await_finalize(std::uint64_t groups, const finalize_events& done, const std::vector<cl::Event>& reads);
   void finish_stats();
 

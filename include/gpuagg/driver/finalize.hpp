@@ -6,6 +6,7 @@
 #error "include <gpuagg/driver.hpp>: driver/*.hpp implement its members"
 #endif
 
+#include <functional>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -69,14 +70,42 @@ auto aggregation_driver<Bound>::finalize_to_host(
   device_result<typename key_policy::value_type, Outputs...> on_device;
   const auto done = enqueue_finalize(on_device, false);
   const std::size_t n = on_device.size();
+  copy_result(
+      on_device, 0,
+      [&] {
+        size_columns(n);
+        return detail::result_column_data(out);
+      },
+      [&](const std::vector<cl::Event>& reads) { await_finalize(n, done, reads); });
+  clock.stop();
+  finish_stats();
+  out.stats = stats_;
+  return out;
+}
+
+template <class Bound>
+template <class... Outputs>
+void aggregation_driver<Bound>::copy_result(const device_result<typename key_policy::value_type, Outputs...>& from,
+                                            std::uint64_t offset,
+                                            const std::function<std::vector<void*>()>& destinations,
+                                            const std::function<void(const std::vector<cl::Event>&)>& await) {
+  const std::size_t n = from.size();
   auto& queue = ctx_.compute_queue();
   constexpr std::size_t key_columns = key_policy::columns;
-  std::vector<cl::Event> reads(n > 0 ? key_columns + sizeof...(Outputs) : 0);
-  const auto key_bytes = [&](std::size_t c) { return n * key_policy::column_bytes[c]; };
+  // Each column's buffer and bytes per row: the key columns, then the outputs.
+  std::vector<const cl::Buffer*> sources;
+  std::vector<std::uint64_t> widths;
+  for (std::size_t c = 0; c < key_columns; ++c) {
+    sources.push_back(&from.key_columns[c]);
+    widths.push_back(key_policy::column_bytes[c]);
+  }
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    ((sources.push_back(&std::get<I>(from.columns)), widths.push_back(sizeof(Outputs))), ...);
+  }(std::index_sequence_for<Outputs...>{});
   std::uint64_t total = 0;
-  for (std::size_t c = 0; c < key_columns; ++c) total += key_bytes(c);
-  total += n * (sizeof(Outputs) + ... + 0);
-  detail::host_staging staging(ctx_, total, key_columns + sizeof...(Outputs));  // inactive for an empty result
+  for (const auto w : widths) total += n * w;
+  std::vector<cl::Event> reads;
+  detail::host_staging staging(ctx_, total, sources.size());  // inactive for an empty result
   if (staging.active()) {
     // The copies land in pinned memory, in chunks, while the host sizes the result's vectors;
     // then several threads move each chunk over as soon as it has arrived, while the later
@@ -88,64 +117,91 @@ auto aggregation_driver<Bound>::finalize_to_host(
       const void* staged;
     };
     std::vector<chunk> chunks;
-    reads.clear();
-    const auto read_column = [&](std::size_t column, const cl::Buffer& from, std::uint64_t bytes, const char* what) {
-      for (std::uint64_t offset = 0; offset < bytes; offset += detail::staged_read_chunk_bytes) {
-        const std::uint64_t part = std::min(detail::staged_read_chunk_bytes, bytes - offset);
+    for (std::size_t c = 0; c < sources.size(); ++c) {
+      const std::uint64_t bytes = n * widths[c];
+      for (std::uint64_t at = 0; at < bytes; at += detail::staged_read_chunk_bytes) {
+        const std::uint64_t part = std::min(detail::staged_read_chunk_bytes, bytes - at);
         reads.emplace_back();
-        chunks.push_back({column, offset, part, staging.read(queue, from, part, &reads.back(), what, offset)});
+        chunks.push_back({c, at, part, staging.read(queue, *sources[c], part, &reads.back(), "reading the result", at)});
       }
-    };
-    for (std::size_t c = 0; c < key_columns; ++c) {
-      read_column(c, on_device.key_columns[c], key_bytes(c), "reading the result keys");
     }
-    [&]<std::size_t... I>(std::index_sequence<I...>) {
-      (read_column(key_columns + I, std::get<I>(on_device.columns), n * sizeof(Outputs), "reading a result column"),
-       ...);
-    }(std::index_sequence_for<Outputs...>{});
     detail::check(queue.flush(), "starting the result's copies");
-    size_columns(n);
-    std::vector<void*> destination;
-    for (std::size_t c = 0; c < key_columns; ++c) destination.push_back(detail::key_column_data(out.keys, c));
-    [&]<std::size_t... I>(std::index_sequence<I...>) {
-      (destination.push_back(std::get<I>(out.columns).data()), ...);
-    }(std::index_sequence_for<Outputs...>{});
-    await_finalize(n, done, {});
+    const std::vector<void*> destination = destinations();
+    await({});
     for (std::size_t k = 0; k < chunks.size(); ++k) {
       detail::wait_for(reads[k], "reading the result");
-      detail::host_staging::copy_out(static_cast<char*>(destination[chunks[k].column]) + chunks[k].offset,
-                                     chunks[k].staged, chunks[k].bytes);
+      detail::host_staging::copy_out(
+          static_cast<char*>(destination[chunks[k].column]) + offset * widths[chunks[k].column] + chunks[k].offset,
+          chunks[k].staged, chunks[k].bytes);
     }
   } else {
-    size_columns(n);
+    const std::vector<void*> destination = destinations();
     if (n > 0) {
-      for (std::size_t c = 0; c < key_columns; ++c) {
-        detail::check(queue.enqueueReadBuffer(on_device.key_columns[c], CL_FALSE, 0, key_bytes(c),
-                                              detail::key_column_data(out.keys, c), nullptr, &reads[c]),
-                      "reading the result keys");
+      for (std::size_t c = 0; c < sources.size(); ++c) {
+        reads.emplace_back();
+        detail::check(queue.enqueueReadBuffer(*sources[c], CL_FALSE, 0, n * widths[c],
+                                              static_cast<char*>(destination[c]) + offset * widths[c], nullptr,
+                                              &reads.back()),
+                      "reading the result");
       }
-      [&]<std::size_t... I>(std::index_sequence<I...>) {
-        (detail::check(queue.enqueueReadBuffer(std::get<I>(on_device.columns), CL_FALSE, 0, n * sizeof(Outputs),
-                                               std::get<I>(out.columns).data(), nullptr, &reads[key_columns + I]),
-                       "reading a result column"),
-         ...);
-      }(std::index_sequence_for<Outputs...>{});
     }
-    await_finalize(n, done, reads);
+    await(reads);
   }
-  clock.stop();
-  finish_stats();
-  out.stats = stats_;
+}
+
+template <class Bound>
+template <class... Outputs>
+auto aggregation_driver<Bound>::finalize_owned(std::uint32_t owners, std::uint32_t owner)
+    -> device_result<typename key_policy::value_type, Outputs...> {
+  device_result<typename key_policy::value_type, Outputs...> out;
+  if (!table_ready_) return out;  // no groups, no buffers to read
+  if (rows_pending()) run_remaining();
+  detail::phase_clock clock(stats_.host.finalize);
+  const auto done = enqueue_finalize(out, false, owners, owner);
+  (void)done.count_read.wait();
+  settle_deferred();
+  detail::wait_for(done.kernel, "FINALIZE");
+  stats_.finalize_seconds += detail::event_seconds(done.kernel);
+  detail::wait_for(done.count_read, "reading the result count");
+  if (*finalize_count_ > out.size_) {
+    throw error("internal error: FINALIZE wrote " + std::to_string(*finalize_count_) + " groups, the table holds " +
+                std::to_string(out.size_));
+  }
+  out.size_ = static_cast<std::size_t>(*finalize_count_);
+  stats_.groups = out.size_;
   return out;
 }
 
-/// Enqueues FINALIZE into new result buffers (`owned`: the caller's, else pooled ones the query
+template <class Bound>
+template <class... Outputs>
+void aggregation_driver<Bound>::copy_owned_to_host(
+    const device_result<typename key_policy::value_type, Outputs...>& owned,
+    result<typename key_policy::value_type, Outputs...>& out, std::uint64_t offset) {
+  if (owned.size() + offset > out.size()) {
+    throw invalid_argument_error("copy_owned_to_host: the result's columns hold " + std::to_string(out.size()) +
+                                 " rows, not rows " + std::to_string(offset) + " to " +
+                                 std::to_string(offset + owned.size()));
+  }
+  detail::phase_clock clock(stats_.host.finalize);
+  copy_result(
+      owned, offset,
+      [&] { return detail::result_column_data(out); },
+      [&](const std::vector<cl::Event>& reads) {
+        for (const auto& read : reads) detail::wait_for(read, "reading the result");
+      });
+  clock.stop();
+  finish_stats();
+}
+
+/// Enqueues FINALIZE (of `owner`'s groups where owners > 1: size() is then the table's groups,
+/// an upper bound) into new result buffers (`owned`: the caller's, else pooled ones the query
 /// releases) and the read of its count; waits for nothing. The table's size comes from the
 /// counters the last completion (or growth) read: no command has changed them since.
 template <class Bound>
 template <class... Outputs>
 auto aggregation_driver<Bound>::enqueue_finalize(device_result<typename key_policy::value_type, Outputs...>& out,
-                                                 bool owned) -> finalize_events {
+                                                 bool owned, std::uint32_t owners, std::uint32_t owner)
+    -> finalize_events {
   const std::uint64_t groups = known_meta_[detail::meta_groups] + (known_meta_[detail::meta_special] ? 1 : 0);
   const std::size_t n = static_cast<std::size_t>(std::max<std::uint64_t>(groups, 1));
   out.size_ = groups;
@@ -168,6 +224,8 @@ auto aggregation_driver<Bound>::enqueue_finalize(device_result<typename key_poli
   args.capacity = static_cast<std::uint32_t>(table_.capacity);
   args.key_min = key_min();
   args.meta = meta_;
+  args.owners = owners;
+  args.owner = owner;
   args.count = count;
   args.key_columns = out.key_columns;
   std::apply([&](const auto&... b) { (args.outputs.push_back(b), ...); }, out.columns);

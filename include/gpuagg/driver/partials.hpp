@@ -20,7 +20,8 @@
 namespace gpuagg {
 
 template <class Bound>
-auto aggregation_driver<Bound>::run_export() -> std::pair<table_buffers, std::uint64_t> {
+auto aggregation_driver<Bound>::run_export(std::uint32_t owners, std::uint32_t owner)
+    -> std::pair<table_buffers, std::uint64_t> {
   if (rows_pending()) run_remaining();
   detail::check(ctx_.compute_queue().finish(), "waiting for AGGREGATE");
   settle_deferred();
@@ -37,6 +38,8 @@ auto aggregation_driver<Bound>::run_export() -> std::pair<table_buffers, std::ui
   args.capacity = static_cast<std::uint32_t>(table_.capacity);
   args.key_min = key_min();
   args.meta = meta_;
+  args.owners = owners;
+  args.owner = owner;
   args.count = count;
   args.out = exported.arg();
   detail::bind_arguments(kernel, "EXPORT", args);
@@ -48,11 +51,11 @@ auto aggregation_driver<Bound>::run_export() -> std::pair<table_buffers, std::ui
   detail::wait_for(done, "EXPORT");
   stats_.finalize_seconds += detail::event_seconds(done);
   recycle(count);
-  if (written != groups) {
+  if (owners <= 1 ? written != groups : written > groups) {
     throw error("internal error: EXPORT wrote " + std::to_string(written) + " groups, the table holds " +
                 std::to_string(groups));
   }
-  return {std::move(exported), groups};
+  return {std::move(exported), written};
 }
 
 template <class Bound>
@@ -126,11 +129,11 @@ auto aggregation_driver<Bound>::export_partial() -> partial_type {
 }
 
 template <class Bound>
-auto aggregation_driver<Bound>::export_for_merge() -> merge_partial {
+auto aggregation_driver<Bound>::export_for_merge(std::uint32_t owners, std::uint32_t owner) -> merge_partial {
   merge_partial out;
   if (!table_ready_) return out;
   detail::phase_clock clock(stats_.host.finalize);
-  auto [exported, groups] = run_export();
+  auto [exported, groups] = run_export(owners, owner);
   auto staging = std::make_shared<detail::host_staging>(ctx_, partial_bytes(groups));
   if (staging->active()) {
     std::vector<cl::Event> reads;
@@ -143,6 +146,32 @@ auto aggregation_driver<Bound>::export_for_merge() -> merge_partial {
   }
   recycle(exported);
   return out;
+}
+
+template <class Bound>
+std::uint64_t aggregation_driver<Bound>::count_new(const table_buffers& incoming, std::uint64_t n) {
+  cl::Buffer count = allocate(sizeof(cl_ulong), "the new-group counter");
+  const cl_ulong zero = 0;
+  auto& queue = ctx_.compute_queue();
+  detail::check(queue.enqueueFillBuffer(count, zero, 0, sizeof(cl_ulong)), "clearing the new-group counter");
+  cl::Kernel kernel = ctx_.kernel(home_program_, "gpuagg_count_new");
+  detail::kernels::count_new_args<cl::Buffer, bits_type> args;
+  args.source = incoming.keys;
+  args.entries = n;
+  args.table_keys = table_.keys;
+  args.bits = table_.bits;
+  args.capacity = static_cast<std::uint32_t>(table_.capacity);
+  args.key_min = key_min();
+  args.count = count;
+  detail::bind_arguments(kernel, "COUNT_NEW", args);
+  const std::size_t local = std::min<std::size_t>(256, kernel_work_group_limit(kernel));
+  cl::Event done;
+  launch(kernel, cover(n, local), local, "COUNT_NEW", &done);
+  cl_ulong fresh = 0;
+  detail::check(queue.enqueueReadBuffer(count, CL_TRUE, 0, sizeof(cl_ulong), &fresh), "reading the new-group count");
+  detail::wait_for(done, "COUNT_NEW");
+  recycle(count);
+  return std::min<std::uint64_t>(fresh, n);
 }
 
 template <class Bound>
@@ -176,14 +205,6 @@ void aggregation_driver<Bound>::absorb_columns(std::uint64_t n, const void* keys
   detail::phase_clock clock(stats_.host.growth);
   detail::check(ctx_.compute_queue().finish(), "waiting for AGGREGATE");
   settle_deferred();
-  // Room for both at the load factor (direct addressing's table is its whole domain already).
-  if constexpr (!identity_scheme) {
-    const std::uint64_t groups = known_meta_[detail::meta_groups];
-    if (double(groups + n) > opts_.max_load_factor * double(table_.capacity)) {
-      clock.stop();
-      grow(n);
-    }
-  }
   table_buffers incoming = make_buffers(n - 1, "a partial aggregate to absorb");  // n entries
   auto& queue = ctx_.compute_queue();
   // Pageable columns go through pinned staging where that pays (runtime/readback.hpp); pinned
@@ -201,6 +222,23 @@ void aggregation_driver<Bound>::absorb_columns(std::uint64_t n, const void* keys
   [&]<std::size_t... J>(std::index_sequence<J...>) {
     (write(incoming.accs[J], accs[J], n * sizeof(acc_t<J>), "copying a partial aggregate's accumulators"), ...);
   }(std::make_index_sequence<aggregate_count>{});
+  // Room at the load factor for the groups the partial adds (direct addressing's table is its
+  // whole domain already). Partials of one query over disjoint rows share most of their
+  // groups where groups are few against the rows, so counting the new ones keeps the table at
+  // the size the merged groups need, where room for every incoming entry would double it.
+  if constexpr (!identity_scheme) {
+    const std::uint64_t groups = known_meta_[detail::meta_groups];
+    const auto fits = [&](std::uint64_t more) {
+      return double(groups + more) <= opts_.max_load_factor * double(table_.capacity);
+    };
+    if (!fits(n)) {
+      const std::uint64_t fresh = count_new(incoming, n);
+      if (!fits(fresh)) {
+        clock.stop();
+        grow(fresh);
+      }
+    }
+  }
   merge(incoming, n, 0);  // every entry a real key, EMPTY_KEY's bits included
   const auto meta = read_meta_settled();
   if (meta[detail::meta_lost]) {

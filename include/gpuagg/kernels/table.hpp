@@ -61,8 +61,11 @@ __kernel void gpuagg_merge(__global const KEY_T* src_keys ACC_PARAMS(__global co
 
 // FINALIZE: compacts the used buckets into the result columns and computes the outputs
 // (the arithmetic outside the aggregates). Positions come from one atomic per work group.
+// With owners > 1, only the groups that `owner` owns (gpuagg_owner_of): each member of a
+// multi-device query finalizes its own share of the merged groups.
 __kernel void gpuagg_finalize(__global const KEY_T* g_keys ACC_PARAMS(__global const, g_), const uint capacity,
-                              const KEY_T key_min, __global const ulong* meta, __global ulong* out_count KEY_OUT_PARAMS OUT_PARAMS) {
+                              const KEY_T key_min, __global const ulong* meta, const uint owners, const uint owner,
+                              __global ulong* out_count KEY_OUT_PARAMS OUT_PARAMS) {
   __local uint wg_count;
   __local ulong wg_base;
   GPUAGG_REBIND(g_, __global const)
@@ -83,6 +86,7 @@ __kernel void gpuagg_finalize(__global const KEY_T* g_keys ACC_PARAMS(__global c
     } else if (slot == capacity) {
       used = meta[META_SPECIAL] != 0;
     }
+    if (used && owners > 1u && gpuagg_owner_of((ulong)k, owners) != owner) used = false;
     if (get_local_id(0) == 0) wg_count = 0;
     barrier(CLK_LOCAL_MEM_FENCE);
     uint mine = 0;
@@ -99,14 +103,50 @@ __kernel void gpuagg_finalize(__global const KEY_T* g_keys ACC_PARAMS(__global c
   }
 }
 
+// COUNT_NEW: how many of n entries (a partial aggregate's keys, every one a real key) would
+// claim a bucket the table does not hold yet, so that the driver grows the table for the groups
+// a merge adds, not for every entry it brings (EMPTY_KEY takes the reserved bucket: none).
+// Reads only; the probe is the insert's, stopping at the key or at an empty bucket.
+__kernel void gpuagg_count_new(__global const KEY_T* src_keys, const ulong n, __global const KEY_T* g_keys,
+                               const uint bits, const uint capacity, const KEY_T key_min,
+                               __global ulong* out_count) {
+  __local uint wg_count;
+  if (get_local_id(0) == 0) wg_count = 0;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  uint fresh = 0;
+  for (ulong i = get_global_id(0); i < n; i += get_global_size(0)) {
+    const KEY_T k = src_keys[i];
+#if GPUAGG_DENSE_TABLE
+    const uint b = gpuagg_home(k, bits, capacity, key_min);
+    if (b != GPUAGG_NO_SLOT && !GPUAGG_GLOBAL_USED(g_keys, b)) ++fresh;
+#else
+    if (k == EMPTY_KEY) continue;
+    const uint mask = capacity - 1u;
+    uint b = gpuagg_home(k, bits, capacity, key_min);
+    if (b == GPUAGG_NO_SLOT) continue;
+    for (uint p = 0; p < capacity; ++p) {
+      const KEY_T seen = g_keys[b * GPUAGG_KEY_STRIDE];
+      if (seen == k) break;
+      if (seen == EMPTY_KEY) { ++fresh; break; }
+      b = GPUAGG_PROBE_NEXT(b, p, mask);
+    }
+#endif
+  }
+  if (fresh != 0u) atomic_add(&wg_count, fresh);
+  barrier(CLK_LOCAL_MEM_FENCE);
+  if (get_local_id(0) == 0 && wg_count != 0u) atom_add(out_count, (ulong)wg_count);
+}
+
 )CLC"};
 
 // EXPORT: the used buckets as they are, keys as table words and accumulators not finalized: a
 // partial aggregate that another table takes in (MERGE with n_table = 0, where EMPTY_KEY is a
-// real key). Several devices' or processes' partial tables meet this way.
+// real key). Several devices' or processes' partial tables meet this way. With owners > 1,
+// only the groups that `owner` owns (gpuagg_owner_of): the share a member sends to that owner.
 inline constexpr fixed_string export_kernel{R"CLC(
 __kernel void gpuagg_export(__global const KEY_T* g_keys ACC_PARAMS(__global const, g_), const uint capacity,
-                            const KEY_T key_min, __global const ulong* meta, __global ulong* out_count,
+                            const KEY_T key_min, __global const ulong* meta, const uint owners, const uint owner,
+                            __global ulong* out_count,
                             __global KEY_T* x_keys ACC_PARAMS(__global, x_)) {
   __local uint wg_count;
   __local ulong wg_base;
@@ -128,6 +168,7 @@ __kernel void gpuagg_export(__global const KEY_T* g_keys ACC_PARAMS(__global con
     } else if (slot == capacity) {
       used = meta[META_SPECIAL] != 0;
     }
+    if (used && owners > 1u && gpuagg_owner_of((ulong)k, owners) != owner) used = false;
     if (get_local_id(0) == 0) wg_count = 0;
     barrier(CLK_LOCAL_MEM_FENCE);
     uint mine = 0;
@@ -184,14 +225,16 @@ struct merge_args {
   }
 };
 
-/// gpuagg_finalize(g_keys ACC_PARAMS(g_), capacity, key_min, meta, out_count KEY_OUT_PARAMS
-/// OUT_PARAMS).
+/// gpuagg_finalize(g_keys ACC_PARAMS(g_), capacity, key_min, meta, owners, owner, out_count
+/// KEY_OUT_PARAMS OUT_PARAMS).
 template <class Buffer, class Bits>
 struct finalize_args {
   table_arg<Buffer> table;
   std::uint32_t capacity = 0;
   Bits key_min = 0;
   Buffer meta;
+  std::uint32_t owners = 1;         ///< above 1: only `owner`'s groups (detail/owner.hpp)
+  std::uint32_t owner = 0;
   Buffer count;                     ///< out_count: the groups written
   std::vector<Buffer> key_columns;  ///< KEY_OUT_PARAMS: one per key column
   std::vector<Buffer> outputs;      ///< OUT_PARAMS: one per output
@@ -201,19 +244,46 @@ struct finalize_args {
     f(capacity);
     f(key_min);
     f(meta);
+    f(owners);
+    f(owner);
     f(count);
     f(key_columns);
     f(outputs);
   }
 };
 
-/// gpuagg_export(g_keys ACC_PARAMS(g_), capacity, key_min, meta, out_count, x_keys ACC_PARAMS(x_)).
+/// gpuagg_count_new(src_keys, n, g_keys, bits, capacity, key_min, out_count).
+template <class Buffer, class Bits>
+struct count_new_args {
+  Buffer source;            ///< the incoming keys (table words)
+  std::uint64_t entries = 0;
+  Buffer table_keys;        ///< the table's key buffer (its records when interleaved)
+  std::uint32_t bits = 0;
+  std::uint32_t capacity = 0;
+  Bits key_min = 0;
+  Buffer count;             ///< out_count: the entries the table does not hold
+  template <class F>
+  void for_each(F& f) const {
+    f(source);
+    f(entries);
+    f(table_keys);
+    f(bits);
+    f(capacity);
+    f(key_min);
+    f(count);
+  }
+};
+
+/// gpuagg_export(g_keys ACC_PARAMS(g_), capacity, key_min, meta, owners, owner, out_count,
+/// x_keys ACC_PARAMS(x_)).
 template <class Buffer, class Bits>
 struct export_args {
   table_arg<Buffer> table;
   std::uint32_t capacity = 0;
   Bits key_min = 0;
   Buffer meta;
+  std::uint32_t owners = 1;  ///< above 1: only `owner`'s groups (detail/owner.hpp)
+  std::uint32_t owner = 0;
   Buffer count;             ///< out_count: the entries written
   table_arg<Buffer> out;    ///< x_keys ACC_PARAMS(x_): keys (table words) and accumulators
   template <class F>
@@ -222,6 +292,8 @@ struct export_args {
     f(capacity);
     f(key_min);
     f(meta);
+    f(owners);
+    f(owner);
     f(count);
     f(out);
   }

@@ -1,7 +1,9 @@
 #pragma once
 // How a multi-device query runs: one thread per member builds that member's driver (its own
 // key sample, plan and programs) and runs the blocks it takes from the shared queue; the
-// partial aggregates then merge on one member (merge_site.hpp), which finalizes once.
+// partial aggregates then merge on one member, which finalizes once, or each member takes the
+// groups it owns from the others and finalizes them into its rows of the result
+// (merge_site.hpp decides).
 
 #include <atomic>
 #include <chrono>
@@ -15,6 +17,7 @@
 #include <ostream>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -36,6 +39,7 @@ struct device_share {
   std::size_t blocks = 0;             ///< blocks it took from the shared queue
   std::uint64_t block_rows = 0;       ///< its driver's largest block (its plan's)
   std::uint64_t partial_groups = 0;   ///< groups of the partial it sent (the merging member sends none: 0)
+  std::uint64_t owned_groups = 0;     ///< by owner: the result's groups it finalized
   double setup_seconds = 0;           ///< its driver's set-up: key sample, plan, programs, buffers
   double run_seconds = 0;             ///< from its first block to its last block's completion
   bool sat_out = false;               ///< took no part: an earlier query found it too slow (participation.hpp)
@@ -46,11 +50,12 @@ struct device_share {
 /// How a multi-device query ran.
 struct multi_device_stats {
   std::vector<device_share> devices;  ///< per member, in the set's order
-  std::size_t merge_device = 0;       ///< the member the partials merged on (merge_site.hpp)
+  bool by_owner = false;              ///< each member merged and finalized the groups it owns
+  std::size_t merge_device = 0;       ///< the member the partials merged on (by owner: the one with the most rows)
   std::uint64_t merged_entries = 0;   ///< partial groups moved to it
   double run_seconds = 0;             ///< start to the last member's last block (set-up included)
-  double merge_seconds = 0;           ///< the other members' exports and their absorption
-  double finalize_seconds = 0;        ///< FINALIZE on the merging member, result copied to the host
+  double merge_seconds = 0;           ///< the partials' exports and their absorption
+  double finalize_seconds = 0;        ///< FINALIZE, the result copied to the host
   double wall_seconds = 0;
 };
 
@@ -64,10 +69,13 @@ inline std::ostream& operator<<(std::ostream& os, const multi_device_stats& s) {
     }
     os << d.rows << " rows in " << d.blocks << " blocks (set-up " << d.setup_seconds * 1e3 << " ms, run "
        << d.run_seconds * 1e3 << " ms), "
-       << (i == s.merge_device ? std::string("merged here") : "sent " + std::to_string(d.partial_groups) + " groups")
+       << (s.by_owner ? "sent " + std::to_string(d.partial_groups) + " groups, owned " + std::to_string(d.owned_groups)
+           : i == s.merge_device ? std::string("merged here")
+                                 : "sent " + std::to_string(d.partial_groups) + " groups")
        << (d.too_slow ? ", found too slow" : "") << '\n';
   }
-  os << "run " << s.run_seconds * 1e3 << " ms, merge " << s.merge_seconds * 1e3 << " ms (" << s.merged_entries
+  os << "run " << s.run_seconds * 1e3 << " ms, merge" << (s.by_owner ? " by owner " : " ") << s.merge_seconds * 1e3
+     << " ms (" << s.merged_entries
      << " entries), finalize " << s.finalize_seconds * 1e3 << " ms, wall " << s.wall_seconds * 1e3 << " ms";
   return os;
 }
@@ -127,6 +135,29 @@ class first_failure {
   std::mutex mutex_;
   std::exception_ptr failure_;
 };
+
+/// f(0) ... f(n - 1), each on a thread of its own; the first failure is rethrown once all ended.
+template <class F>
+void run_each(std::size_t n, F&& f) {
+  first_failure failure;
+  {
+    std::vector<std::jthread> threads;
+    threads.reserve(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      threads.emplace_back([&, i] {
+        try {
+          f(i);
+        } catch (...) {
+          failure.record(std::current_exception());
+        }
+      });
+    }
+  }
+  failure.rethrow_if_any();
+}
+
+/// A caller that finalizes at one site only (a test's driver without finalize_owned).
+struct one_site_only {};
 
 /// The merged result's columns, sized on a thread from the plan of the first member whose
 /// driver is made (a member's part holds about the query's groups, or fewer: where the merged
@@ -230,12 +261,56 @@ auto run_members(const device_set& devices, const options& opts, std::vector<dev
   return drivers;
 }
 
-/// The other members' partials merged into the member that aggregated the most rows
-/// (merge_site.hpp), which finalizes once: the result and the statistics. Members that sat the
-/// query out (null drivers) have nothing to merge.
-template <class DriverPtr, class Finalize>
+/// Each member with rows sends every other one the groups that one owns and takes in the
+/// groups it is sent, all at once; then `finalize_owned(owners, run_each)` finalizes every
+/// owner's groups into one result. The result's statistics are the member with the most rows'.
+template <class DriverPtr, class FinalizeOwned>
+auto merge_by_owner(std::vector<DriverPtr>& drivers, const std::vector<std::size_t>& owners,
+                    std::vector<device_share>& shares, multi_device_stats& stats, FinalizeOwned&& finalize_owned) {
+  using clock = std::chrono::steady_clock;
+  const auto since = [](clock::time_point from) { return std::chrono::duration<double>(clock::now() - from).count(); };
+  const std::size_t n = owners.size();
+  const auto parts = static_cast<std::uint32_t>(n);
+  stats.by_owner = true;
+  const auto merging = clock::now();
+  using partial_type = decltype(drivers[owners[0]]->export_for_merge(parts, 0));
+  std::vector<std::vector<partial_type>> sent(n, std::vector<partial_type>(n));  // [from][to]
+  run_each(n, [&](std::size_t a) {
+    for (std::size_t b = 0; b < n; ++b) {
+      if (b != a) sent[a][b] = drivers[owners[a]]->export_for_merge(parts, static_cast<std::uint32_t>(b));
+    }
+  });
+  run_each(n, [&](std::size_t b) {
+    for (std::size_t a = 0; a < n; ++a) {
+      if (a != b) drivers[owners[b]]->absorb(sent[a][b]);
+    }
+  });
+  for (std::size_t a = 0; a < n; ++a) {
+    for (std::size_t b = 0; b < n; ++b) {
+      shares[owners[a]].partial_groups += sent[a][b].size();
+      stats.merged_entries += sent[a][b].size();
+    }
+  }
+  sent.clear();  // the pinned staging back to each exporter's pool, on this thread
+  stats.merge_seconds = since(merging);
+
+  const auto finalizing = clock::now();
+  std::vector<decltype(&*drivers[owners[0]])> members;
+  for (const auto i : owners) members.push_back(&*drivers[i]);
+  auto result = finalize_owned(members, [](std::size_t count, auto&& f) { run_each(count, f); });
+  stats.finalize_seconds = since(finalizing);
+  for (std::size_t a = 0; a < n; ++a) shares[owners[a]].owned_groups = drivers[owners[a]]->stats().groups;
+  return result;
+}
+
+/// The partials merged (merge_site.hpp: at one site, or by owner where `finalize_owned` is
+/// given): the result and the statistics. At one site, the other members' partials merge into
+/// the member that aggregated the most rows, which finalizes once (`finalize(driver)`).
+/// Members that sat the query out (null drivers) have nothing to merge.
+template <class DriverPtr, class Finalize, class FinalizeOwned>
 auto merge_and_finalize(std::vector<DriverPtr>& drivers, std::vector<device_share> shares, multi_device_stats stats,
-                        Finalize&& finalize, std::chrono::steady_clock::time_point started) {
+                        Finalize&& finalize, FinalizeOwned&& finalize_owned,
+                        std::chrono::steady_clock::time_point started) {
   using clock = std::chrono::steady_clock;
   const auto since = [](clock::time_point from) { return std::chrono::duration<double>(clock::now() - from).count(); };
   const std::size_t n = drivers.size();
@@ -247,29 +322,45 @@ auto merge_and_finalize(std::vector<DriverPtr>& drivers, std::vector<device_shar
     while (!drivers[site]) ++site;
   }
   stats.merge_device = site;
+  const auto finish = [&](auto result) {
+    for (std::size_t i = 0; i < n; ++i) {
+      if (drivers[i]) shares[i].stats = drivers[i]->stats();
+    }
+    if (!stats.by_owner) shares[site].stats = result.stats;
+    stats.devices = std::move(shares);
+    stats.wall_seconds = since(started);
+    return multi_device_result<decltype(result)>{std::move(result), std::move(stats)};
+  };
+
+  if constexpr (!std::is_same_v<std::remove_cvref_t<FinalizeOwned>, one_site_only>) {
+    std::vector<std::size_t> owners;
+    bool any_cpu = false;
+    for (std::size_t i = 0; i < n; ++i) {
+      if (!drivers[i] || shares[i].rows == 0) continue;
+      owners.push_back(i);
+      any_cpu |= drivers[i]->device().architecture == "cpu";
+    }
+    if (choose_merge_form(owners.size(), any_cpu, drivers[site]->planned_groups()) == merge_form::by_owner) {
+      auto result = merge_by_owner(drivers, owners, shares, stats, finalize_owned);
+      const bool presized = result.stats.result_presized;
+      result.stats = drivers[site]->stats();
+      result.stats.groups = result.size();
+      result.stats.result_presized = presized;
+      return finish(std::move(result));
+    }
+  }
 
   // The others' partials come down concurrently (each from its own device, into its pinned
   // memory where that pays), then merge in turn (each copied up from where it came down).
   const auto merging = clock::now();
   using partial_type = decltype(drivers[site]->export_for_merge());
   std::vector<partial_type> partials(n);
-  first_failure failure;
-  {
-    std::vector<std::jthread> exports;
-    for (std::size_t i = 0; i < n; ++i) {
-      if (i == site || !drivers[i]) continue;
-      exports.emplace_back([&, i] {
-        try {
-          partials[i] = drivers[i]->export_for_merge();
-        } catch (...) {
-          failure.record(std::current_exception());
-        }
-      });
-    }
-  }
-  failure.rethrow_if_any();
+  std::vector<std::size_t> others;
   for (std::size_t i = 0; i < n; ++i) {
-    if (i == site || !drivers[i]) continue;
+    if (i != site && drivers[i]) others.push_back(i);
+  }
+  run_each(others.size(), [&](std::size_t k) { partials[others[k]] = drivers[others[k]]->export_for_merge(); });
+  for (const auto i : others) {
     shares[i].partial_groups = partials[i].size();
     stats.merged_entries += partials[i].size();
     drivers[site]->absorb(partials[i]);
@@ -280,13 +371,7 @@ auto merge_and_finalize(std::vector<DriverPtr>& drivers, std::vector<device_shar
   const auto finalizing = clock::now();
   auto result = finalize(*drivers[site]);
   stats.finalize_seconds = since(finalizing);
-  for (std::size_t i = 0; i < n; ++i) {
-    if (drivers[i]) shares[i].stats = drivers[i]->stats();
-  }
-  shares[site].stats = result.stats;
-  stats.devices = std::move(shares);
-  stats.wall_seconds = since(started);
-  return multi_device_result<decltype(result)>{std::move(result), std::move(stats)};
+  return finish(std::move(result));
 }
 
 /// Runs one query over `columns` (host input, all of `rows` rows) on every member of `devices`,
@@ -294,9 +379,12 @@ auto merge_and_finalize(std::vector<DriverPtr>& drivers, std::vector<device_shar
 /// set to the member), `finalize(driver)` finalizes the merged one. A failure of any member fails
 /// the query with that member's error (the same typed error a single-device query throws), never
 /// a partial result. Members whose `take_part` entry is false sit the query out (empty: none).
-template <class MakeDriver, class Finalize>
+/// `finalize_owned(owners, each)` finalizes the owners' groups into one result when the
+/// partials merge by owner (merge_by_owner); one_site_only merges at one site.
+template <class MakeDriver, class Finalize, class FinalizeOwned = one_site_only>
 auto run_on_devices(const device_set& devices, const std::vector<column_data>& columns, const options& opts,
-                    MakeDriver&& make, Finalize&& finalize, const std::vector<bool>& take_part = {}) {
+                    MakeDriver&& make, Finalize&& finalize, const std::vector<bool>& take_part = {},
+                    FinalizeOwned&& finalize_owned = {}) {
   using clock = std::chrono::steady_clock;
   const auto started = clock::now();
   check_device_set(devices, opts);
@@ -347,7 +435,7 @@ auto run_on_devices(const device_set& devices, const std::vector<column_data>& c
   }
   const auto too_slow = found_too_slow(rows_per_member, run_seconds, stopped_as_slow);
   for (std::size_t i = 0; i < n; ++i) shares[i].too_slow = too_slow[i];
-  return merge_and_finalize(drivers, std::move(shares), std::move(stats), finalize, started);
+  return merge_and_finalize(drivers, std::move(shares), std::move(stats), finalize, finalize_owned, started);
 }
 
 /// Runs one query whose input is split into one part per member (`parts` of them): member i
@@ -355,9 +443,9 @@ auto run_on_devices(const device_set& devices, const std::vector<column_data>& c
 /// (`run(driver)`: its own plan, and tuning when its part has the blocks for it); the partials
 /// then merge as above. The parts stay where the caller put them (a member's device memory, or
 /// host memory), so no member takes another's rows.
-template <class MakeDriver, class Run, class Finalize>
+template <class MakeDriver, class Run, class Finalize, class FinalizeOwned = one_site_only>
 auto run_parts_on_devices(const device_set& devices, std::size_t parts, const options& opts, MakeDriver&& make,
-                          Run&& run, Finalize&& finalize) {
+                          Run&& run, Finalize&& finalize, FinalizeOwned&& finalize_owned = {}) {
   using clock = std::chrono::steady_clock;
   const auto started = clock::now();
   check_device_set(devices, opts);
@@ -380,7 +468,7 @@ auto run_parts_on_devices(const device_set& devices, std::size_t parts, const op
     shares[i].rows = drivers[i]->rows();
     shares[i].blocks = drivers[i]->stats().blocks.size();
   }
-  return merge_and_finalize(drivers, std::move(shares), std::move(stats), finalize, started);
+  return merge_and_finalize(drivers, std::move(shares), std::move(stats), finalize, finalize_owned, started);
 }
 
 }  // namespace detail

@@ -139,6 +139,14 @@ void for_each_result_vector(Result& r, F&& f) {
   std::apply([&](auto&... column) { (f(column), ...); }, r.columns);
 }
 
+/// Where each column of a host result starts: its key column(s), then its output columns.
+template <class Result>
+std::vector<void*> result_column_data(Result& r) {
+  std::vector<void*> data;
+  for_each_result_vector(r, [&](auto& v) { data.push_back(v.data()); });
+  return data;
+}
+
 /// Every column of `r` sized to `n` rows, about to be overwritten: a large result's pages
 /// faulted in by several threads, then each column sized on a thread of its own.
 template <class Result>

@@ -22,27 +22,19 @@
 #include <vector>
 
 #include "../../error.hpp"
+#include "../owner.hpp"
 #include "../../result.hpp"
 #include "communicator.hpp"
 
 namespace gpuagg::mpi {
 
-/// The hash that assigns a key to its owner rank: SplitMix64's finalizer of the table word.
-/// It must not be the table's hash (multiply_shift takes the product's top bits, murmur3 its
-/// low bits): keys that agree in the bits that picked their owner would then also agree in the
-/// bits of their home bucket on that owner and crowd one region of its table.
-constexpr std::uint64_t owner_hash(std::uint64_t key_bits) noexcept {
-  std::uint64_t x = key_bits + 0x9E3779B97F4A7C15ULL;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
-  return x ^ (x >> 31);
-}
+/// The hash that assigns a key to its owner rank (detail/owner.hpp).
+constexpr std::uint64_t owner_hash(std::uint64_t key_bits) noexcept { return gpuagg::detail::owner_hash(key_bits); }
 
 /// The rank of `ranks` that owns the group whose table word is `key_bits` (the key policy's
-/// to_bits(key)): the hash's top 32 bits scaled to [0, ranks), so no rank owns more than its
-/// share by a modulo's bias.
+/// to_bits(key)): detail::owner_of, the owner a multi-device query's members agree on too.
 constexpr int owner_rank(std::uint64_t key_bits, int ranks) noexcept {
-  return static_cast<int>(((owner_hash(key_bits) >> 32) * static_cast<std::uint64_t>(ranks)) >> 32);
+  return static_cast<int>(gpuagg::detail::owner_of(key_bits, static_cast<std::uint32_t>(ranks)));
 }
 
 /// One rank's part in a distributed query. Bytes count partial groups (table word and
