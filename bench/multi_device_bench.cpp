@@ -198,7 +198,7 @@ int main(int argc, char** argv) {
         // Every query of several members, with each member's rows, blocks and verdict, on stderr.
         if (several && verbose) std::cerr << input << ' ' << groups << " groups: " << r.stats << '\n';
         std::string phases = several ? phases_of(r.stats) : phases_of(r.result.stats);
-        if (several) phases += r.stats.by_owner ? ",by-owner" : ",one-site";
+        phases += !several ? ",-" : r.stats.by_owner ? ",by-owner" : ",one-site";
         return std::tuple{std::move(r.result), per, std::move(phases)};
       };
       // One query over `members` (the whole set, or one member alone: index `alone`).
