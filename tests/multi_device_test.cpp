@@ -262,6 +262,7 @@ TEST_CASE("the merge's form: by owner for large partials of GPUs, at one site ot
     const merge_form_env unset(nullptr);
     CHECK(detail::choose_merge_form(2, false, detail::by_owner_min_groups) == detail::merge_form::by_owner);
     CHECK(detail::choose_merge_form(3, false, std::uint64_t{1} << 24) == detail::merge_form::by_owner);
+    CHECK(detail::choose_merge_form(2, false, std::uint64_t{1} << 20) == detail::merge_form::one_site);
     CHECK(detail::choose_merge_form(2, false, detail::by_owner_min_groups - 1) == detail::merge_form::one_site);
     CHECK(detail::choose_merge_form(2, true, std::uint64_t{1} << 24) == detail::merge_form::one_site);  // a CPU member
     CHECK(detail::choose_merge_form(1, false, std::uint64_t{1} << 24) == detail::merge_form::one_site);
@@ -368,16 +369,7 @@ TEST_CASE("merged by owner: composite keys, direct addressing, split input") {
     const auto expected = reference_group_by<bound>(std::span<const std::tuple<std::uint16_t, std::int32_t>>(tuples),
                                                     std::span<const std::int64_t>(v));
     check_owned_rows<packed_key<std::uint16_t, std::int32_t>>(r.stats, r.result);
-    auto got = r.result;
-    sort_by_key(got);
-    REQUIRE(got.size() == expected.size());
-    for (std::size_t i = 0; i < expected.size(); ++i) {
-      REQUIRE(got.keys[i] == expected.keys[i]);
-      REQUIRE(std::get<0>(got.columns)[i] == std::get<0>(expected.columns)[i]);
-      REQUIRE(std::get<1>(got.columns)[i] == std::get<1>(expected.columns)[i]);
-      REQUIRE(std::get<2>(got.columns)[i] == std::get<2>(expected.columns)[i]);
-      REQUIRE(same_value(std::get<3>(got.columns)[i], std::get<3>(expected.columns)[i]));
-    }
+    check_same(r.result, expected);
   }
   SUBCASE("int16 keys, direct addressing") {
     const auto k = draw_keys(key_dictionary<std::int16_t>(500, rng, false, -32768, 32767), rows,
