@@ -228,6 +228,59 @@ TEST_CASE("the shared queue: a device's speed from its finished blocks, a slow d
   CHECK(long_queue.next(0, limit, 2, start + std::chrono::milliseconds(191)));
 }
 
+TEST_CASE("the shared queue: a member of the fastest member's own model is found too slow only on a full block") {
+  // Member 1 pays a fixed 1.2 ms a block (host memory pinned in member 0's context, say) where
+  // member 0 pays 0.1 ms; rows cost 0.15 ns on both, or 3 ns on member 1 (`slow_rows`). On
+  // probes member 1 runs at 0.11 of member 0, below min_relative_speed; on its full blocks at
+  // 0.45 (or 0.05 with slow rows). Simulated clock, as above.
+  const std::uint64_t limit = std::uint64_t{1} << 22;
+  const auto run = [&](std::vector<std::size_t> models, bool slow_rows) {
+    detail::block_queue queue(std::uint64_t{1} << 40, 2, std::move(models));
+    std::deque<std::chrono::steady_clock::time_point> finishes[2];
+    const auto t0 = std::chrono::steady_clock::time_point{} + std::chrono::hours(1);
+    auto clock = t0;
+    const auto take = [&](std::size_t d) {
+      const auto r = queue.next(d, limit, 2, clock);
+      if (!r) return false;
+      const auto begin = finishes[d].empty() ? clock : std::max(clock, finishes[d].back());
+      const std::uint64_t fixed_ns = d == 0 ? 100'000 : 1'200'000;
+      const std::uint64_t row_ps = d == 1 && slow_rows ? 3000 : 150;
+      finishes[d].push_back(begin + std::chrono::nanoseconds(fixed_ns + r->second * row_ps / 1000));
+      return true;
+    };
+    for (std::size_t d : {0u, 1u}) {
+      for (int k = 0; k < 2; ++k) REQUIRE(take(d));
+    }
+    bool taking[2] = {true, true};
+    while (clock < t0 + std::chrono::milliseconds(300) && (taking[0] || taking[1])) {
+      const std::size_t d = !taking[1] || (taking[0] && finishes[0].front() <= finishes[1].front()) ? 0 : 1;
+      clock = finishes[d].front();
+      finishes[d].pop_front();
+      taking[d] = take(d);
+    }
+    return std::tuple{taking[1], queue.too_slow(1), queue.rows_of(1)};
+  };
+  SUBCASE("other models: stopped on its probes") {
+    const auto [taking, too_slow, rows] = run({0, 1}, false);
+    CHECK_FALSE(taking);
+    CHECK(too_slow);
+    CHECK(rows < 8 * detail::min_shared_block_rows);
+  }
+  SUBCASE("one model: its blocks grow to full size, where it is fast enough to keep taking them") {
+    const auto [taking, too_slow, rows] = run({0, 0}, false);
+    CHECK(taking);
+    CHECK_FALSE(too_slow);
+    CHECK(rows > 8 * limit);
+  }
+  SUBCASE("one model, slow on full blocks too: found too slow after one") {
+    const auto [taking, too_slow, rows] = run({0, 0}, true);
+    CHECK_FALSE(taking);
+    CHECK(too_slow);
+    CHECK(rows >= limit);           // it ran a block of its full size
+    CHECK(rows < 6 * limit);        // and stopped soon after
+  }
+}
+
 TEST_CASE("the partials merge on the member that aggregated the most rows") {
   CHECK(detail::merge_site({10, 30, 20}) == 1);
   CHECK(detail::merge_site({5, 5}) == 0);

@@ -23,7 +23,16 @@ class block_queue {
  public:
   using range = std::pair<std::uint64_t, std::uint64_t>;  ///< first row, rows
 
-  block_queue(std::uint64_t rows, std::size_t devices) : rows_(rows), devices_(devices) {}
+  /// `model[i]`: which device model member i is (members of one model share a number; empty:
+  /// every member its own). A member of the fastest member's own model is found too slow only
+  /// on a block of its full size (next()).
+  block_queue(std::uint64_t rows, std::size_t devices, std::vector<std::size_t> model = {})
+      : rows_(rows), devices_(devices), model_(std::move(model)) {
+    if (model_.size() != devices) {
+      model_.resize(devices);
+      for (std::size_t i = 0; i < devices; ++i) model_[i] = i;
+    }
+  }
 
   /// The next block for member `device`, whose driver takes at most `limit` rows a block and
   /// holds up to `window` blocks in flight; std::nullopt when no row is left for it (all handed
@@ -56,7 +65,15 @@ class block_queue {
       mine.in_flight.pop_front();
       mine.finished_blocks += 1;
     }
-    const auto [share, measured, relative] = share_of(device);
+    auto [share, measured, relative, like_fastest] = share_of(device);
+    // Devices of one model run the same kernels at the same speed; what can make one slower is
+    // its path to the rows, such as host memory pinned in another member's context, whose fixed
+    // cost per block weighs many times more on a probe than on a full block. Such a member is
+    // found too slow only once it has finished a block of its full size; until then its blocks
+    // keep growing (at most twofold each: block_size.hpp) at its measured share.
+    if (like_fastest && too_slow_to_help(relative) && mine.by_size[size_class_of(limit)].rows == 0) {
+      relative = min_relative_speed;
+    }
     const bool last_active = std::count_if(devices_.begin(), devices_.end(),
                                            [](const member& m) { return !m.stopped; }) == 1;
     std::uint64_t count = next_block_rows(limit, rows_ - cursor_, share, measured, devices_.size() == 1, relative,
@@ -146,9 +163,10 @@ class block_queue {
   static std::size_t size_class_of(std::uint64_t rows) noexcept { return std::bit_width(rows); }
 
   struct speed {
-    double share;     ///< of the set's rows per second
-    bool measured;    ///< its own speed is known
-    double relative;  ///< its speed over the fastest member's, on blocks of like size
+    double share;       ///< of the set's rows per second
+    bool measured;      ///< its own speed is known
+    double relative;    ///< its speed over the fastest member's, on blocks of like size
+    bool like_fastest;  ///< that fastest member is of its own device model
   };
 
   /// Member `device`'s share of the set's rows per second, each member's speed the rows of its
@@ -165,6 +183,7 @@ class block_queue {
     double total = 0;
     double own = 0;
     std::array<double, size_classes> fastest_other{};
+    std::array<std::size_t, size_classes> fastest_member{};
     for (std::size_t i = 0; i < devices_.size(); ++i) {
       const auto& m = devices_[i];
       const double rate = m.after_first().rate();
@@ -175,19 +194,24 @@ class block_queue {
         continue;
       }
       for (std::size_t c = 0; c < fastest_other.size(); ++c) {
-        fastest_other[c] = std::max(fastest_other[c], m.by_size[c].rate());
+        if (m.by_size[c].rate() > fastest_other[c]) {
+          fastest_other[c] = m.by_size[c].rate();
+          fastest_member[c] = i;
+        }
       }
     }
-    if (own <= 0) return {0.0, false, 1.0};
+    if (own <= 0) return {0.0, false, 1.0, false};
     const auto& mine = devices_[device];
     double relative = 1.0;
+    bool like_fastest = false;
     for (std::size_t c = fastest_other.size(); c-- > 0;) {
       if (mine.by_size[c].rate() > 0 && fastest_other[c] > 0) {
         relative = std::min(1.0, mine.by_size[c].rate() / fastest_other[c]);
+        like_fastest = model_[fastest_member[c]] == model_[device];
         break;
       }
     }
-    return {own / total, true, relative};
+    return {own / total, true, relative, like_fastest};
   }
 
   mutable std::mutex mutex_;
@@ -195,6 +219,7 @@ class block_queue {
   std::uint64_t cursor_ = 0;
   bool cancelled_ = false;
   std::vector<member> devices_;
+  std::vector<std::size_t> model_;
 };
 
 }  // namespace gpuagg::detail

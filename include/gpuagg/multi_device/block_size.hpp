@@ -33,6 +33,9 @@
 //   host's memory bus and its cores, which stage a GPU's pageable input and drive its queue.
 //   What it adds is less than it takes: on the H100 machine the GPU alone ran 2^27 pageable
 //   rows in 31 ms, beside the CPU taking blocks to the end in 105 ms.
+//   A member of the fastest member's own device model is judged only on a block of its full
+//   size (block_queue.hpp): equal kernels, and a fixed cost per block on its path to the rows
+//   (host memory pinned in another member's context) that a probe overweights.
 
 #include <algorithm>
 #include <cstdint>

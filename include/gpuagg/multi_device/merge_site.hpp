@@ -48,9 +48,10 @@ inline std::size_t merge_site(const std::vector<std::uint64_t>& rows_per_device)
 enum class merge_form { one_site, by_owner };
 
 /// Partials of at least this many groups (the largest member's planned groups) merge by owner:
-/// where each member's partial holds millions of groups, halving the copies through the host and
-/// FINALIZE outweighs by owner's extra waits (each member's count before the result is sized);
-/// at a million groups it does not (docs/decisions.md has the measurements).
+/// where each member's partial holds millions of groups, one site takes in n - 1 of them one
+/// after another, while by owner splits that work and FINALIZE n ways at the price of two more
+/// waits on each member; at a million groups and below the waits cost more than the split saves
+/// (docs/decisions.md has the measurements).
 inline constexpr std::uint64_t by_owner_min_groups = std::uint64_t{1} << 22;
 
 /// GPUAGG_MERGE=one-site or by-owner; nothing when unset or anything else.

@@ -176,6 +176,24 @@ class first_presize {
   std::unique_ptr<presized_result<typename Finisher::type>> early_;
 };
 
+/// Which device model each member is: the index of the first member of the same device name,
+/// platform and driver version.
+inline std::vector<std::size_t> device_models(const device_set& devices) {
+  std::vector<std::size_t> model(devices.size());
+  for (std::size_t i = 0; i < devices.size(); ++i) {
+    model[i] = i;
+    for (std::size_t j = 0; j < i; ++j) {
+      if (devices[j].info().name == devices[i].info().name &&
+          devices[j].info().platform_name == devices[i].info().platform_name &&
+          devices[j].info().driver_version == devices[i].info().driver_version) {
+        model[i] = model[j];
+        break;
+      }
+    }
+  }
+  return model;
+}
+
 inline void check_device_set(const device_set& devices, const options& opts) {
   if (devices.empty()) throw invalid_argument_error("group_by over a device_set: the set has no device");
   if (opts.ctx != nullptr) {
@@ -205,14 +223,13 @@ auto run_members(const device_set& devices, const options& opts, std::vector<dev
   std::vector<driver_ptr> drivers(n);
   first_failure failure;
   std::vector<std::size_t> leader(n);
+  const auto model = device_models(devices);
   for (std::size_t i = 0; i < n; ++i) {
     leader[i] = i;
     if (!devices[i].binary_cache().enabled()) continue;
     for (std::size_t j = 0; j < i; ++j) {
       if (!take_part.empty() && !take_part[j]) continue;
-      if (devices[j].info().name == devices[i].info().name &&
-          devices[j].info().platform_name == devices[i].info().platform_name &&
-          devices[j].info().driver_version == devices[i].info().driver_version) {
+      if (model[j] == model[i]) {
         leader[i] = j;
         break;
       }
@@ -400,7 +417,7 @@ auto run_on_devices(const device_set& devices, const std::vector<column_data>& c
 
   const std::size_t n = devices.size();
   std::vector<device_share> shares(n);
-  block_queue queue(rows, n);
+  block_queue queue(rows, n, device_models(devices));
   for (std::size_t i = 0; i < take_part.size() && i < n; ++i) {
     if (!take_part[i]) queue.sit_out(i);
   }
