@@ -152,15 +152,10 @@ struct host_result_for<Key, std::tuple<Outputs...>> {
     std::vector<std::uint64_t> offset(parts + 1, 0);
     for (std::size_t i = 0; i < parts; ++i) offset[i + 1] = offset[i] + owned[i].size();
     type out;
-    auto sized = early != nullptr ? early->take(offset[parts]) : std::nullopt;
-    if (sized) {
-      out = std::move(*sized);
-    } else {
-      size_result_for_copy(out, offset[parts]);
-    }
+    const bool presized = size_result(out, offset[parts], early);
     each(parts, [&](std::size_t i) { owners[i]->copy_owned_to_host(owned[i], out, offset[i]); });
     out.stats.groups = offset[parts];
-    out.stats.result_presized = sized.has_value();
+    out.stats.result_presized = presized;
     return out;
   }
   template <class Driver>

@@ -445,7 +445,8 @@ class aggregation_driver {
   void copy_result(const device_result<typename key_policy::value_type, Outputs...>& from, std::uint64_t offset,
                    const std::function<std::vector<void*>()>& destinations,
                    const std::function<void(const std::vector<cl::Event>&)>& await);
-  void await_finalize(std::uint64_t groups, const finalize_events& done, const std::vector<cl::Event>& reads);
+  std::uint64_t await_finalize(std::uint64_t groups, const finalize_events& done, const std::vector<cl::Event>& reads,
+                               bool share = false);
   void finish_stats();
 
   context& ctx_;

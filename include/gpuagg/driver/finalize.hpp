@@ -49,15 +49,7 @@ auto aggregation_driver<Bound>::finalize_to_host(
   result<typename key_policy::value_type, Outputs...> out;
   // The columns of the result: sized while the device aggregated where a thread did that
   // (runtime/readback.hpp), else here.
-  const auto size_columns = [&](std::size_t n) {
-    auto sized = early != nullptr ? early->take(n) : std::nullopt;
-    stats_.result_presized = sized.has_value();
-    if (sized) {
-      out = std::move(*sized);
-    } else {
-      detail::size_result_for_copy(out, n);
-    }
-  };
+  const auto size_columns = [&](std::size_t n) { stats_.result_presized = detail::size_result(out, n, early); };
   if (!table_ready_) {
     finish_stats();
     out.stats = stats_;
@@ -158,17 +150,7 @@ auto aggregation_driver<Bound>::finalize_owned(std::uint32_t owners, std::uint32
   if (rows_pending()) run_remaining();
   detail::phase_clock clock(stats_.host.finalize);
   const auto done = enqueue_finalize(out, false, owners, owner);
-  (void)done.count_read.wait();
-  settle_deferred();
-  detail::wait_for(done.kernel, "FINALIZE");
-  stats_.finalize_seconds += detail::event_seconds(done.kernel);
-  detail::wait_for(done.count_read, "reading the result count");
-  if (*finalize_count_ > out.size_) {
-    throw error("internal error: FINALIZE wrote " + std::to_string(*finalize_count_) + " groups, the table holds " +
-                std::to_string(out.size_));
-  }
-  out.size_ = static_cast<std::size_t>(*finalize_count_);
-  stats_.groups = out.size_;
+  out.size_ = static_cast<std::size_t>(await_finalize(out.size_, done, {}, true));
   return out;
 }
 
@@ -242,20 +224,23 @@ auto aggregation_driver<Bound>::enqueue_finalize(device_result<typename key_poli
 
 /// One wait for FINALIZE, its count and `reads` (the result's copies, queued after them on the
 /// in-order compute queue), then each command's status in queue order and FINALIZE's
-/// profiled time.
+/// profiled time. Returns the count: `groups` exactly, or with `share` (one owner's groups) at
+/// most `groups`.
 template <class Bound>
-void aggregation_driver<Bound>::await_finalize(std::uint64_t groups, const finalize_events& done, const std::vector<cl::Event>& reads) {
+std::uint64_t aggregation_driver<Bound>::await_finalize(std::uint64_t groups, const finalize_events& done,
+                                                        const std::vector<cl::Event>& reads, bool share) {
   (void)(reads.empty() ? done.count_read : reads.back()).wait();
   settle_deferred();
   detail::wait_for(done.kernel, "FINALIZE");
   stats_.finalize_seconds += detail::event_seconds(done.kernel);
   detail::wait_for(done.count_read, "reading the result count");
   for (const auto& read : reads) detail::wait_for(read, "reading the result");
-  if (*finalize_count_ != groups) {
+  if (share ? *finalize_count_ > groups : *finalize_count_ != groups) {
     throw error("internal error: FINALIZE wrote " + std::to_string(*finalize_count_) + " groups, the table holds " +
                 std::to_string(groups));
   }
-  stats_.groups = groups;
+  stats_.groups = *finalize_count_;
+  return *finalize_count_;
 }
 
 template <class Bound>

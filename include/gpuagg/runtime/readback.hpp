@@ -201,6 +201,19 @@ class presized_result {
   std::future<Result> sizing_;
 };
 
+/// `out`'s columns sized to `n` rows: those `early` sized while the device aggregated where
+/// they fit (presized_result::take), else sized here. Returns whether `early`'s were taken.
+template <class Result>
+bool size_result(Result& out, std::size_t n, presized_result<Result>* early) {
+  auto sized = early != nullptr ? early->take(n) : std::nullopt;
+  if (sized) {
+    out = std::move(*sized);
+    return true;
+  }
+  size_result_for_copy(out, n);
+  return false;
+}
+
 /// A large staged read is split into reads of this many bytes, each copied out by the host
 /// while the next ones still transfer: the link's transfer and the host's copy, each several
 /// milliseconds for a result of 2^24 groups, then overlap instead of following each other.
