@@ -170,6 +170,66 @@ TEST_CASE("the staged estimate is within 2x of the true groups on uniform, zipf,
   }
 }
 
+TEST_CASE("device input whose sample shows a power law goes from stage 1 to the sketch of every key") {
+  // The ladder of frequencies: 16 frequent keys from 200 down to 25 counts is a power law; a
+  // heavy hitter, 15 keys, or 16 keys within a factor 8 of each other are not.
+  using frequent_list = std::vector<std::pair<std::uint64_t, std::uint32_t>>;
+  frequent_list ladder;
+  for (std::uint32_t i = 0; i < 16; ++i) ladder.emplace_back(i, 200 / (1 + i / 2));
+  CHECK(detail::power_law_sample(ladder));
+  CHECK_FALSE(detail::power_law_sample(frequent_list(ladder.begin(), ladder.end() - 1)));
+  CHECK_FALSE(detail::power_law_sample(frequent_list{{0, 14000}}));
+  frequent_list even;
+  for (std::uint32_t i = 0; i < 16; ++i) even.emplace_back(i, 200 - i * 10);
+  CHECK_FALSE(detail::power_law_sample(even));
+
+  // As the driver estimates, counting the strided sketches: zipf keys skip them on device input
+  // (and keep them on host input, which has no sketch of every key); heavy-hitter keys keep them.
+  const std::uint64_t seed = fresh_seed();
+  CAPTURE(seed);
+  std::mt19937_64 rng(seed);
+  const std::size_t rows = std::size_t{1} << 21;
+  for (const auto d : {distribution::zipf, distribution::heavy_hitter}) {
+    for (const unsigned log2 : {16u, 20u}) {
+      const std::string distribution_shown = name(d);
+      CAPTURE(distribution_shown);
+      CAPTURE(log2);
+      const auto keys = dense_keys(rows, std::uint64_t{1} << log2, d, rng);
+      const auto key_of = [&keys](std::uint64_t row) { return std::uint64_t{keys[row]}; };
+      const std::uint64_t n = std::uint64_t{1} << 14;
+      std::vector<std::uint32_t> sample(n);
+      for (std::uint64_t i = 0; i < n; ++i) sample[i] = keys[i * (rows / n)];
+      const auto profile = detail::profile_sample(sample);
+      CHECK(detail::power_law_sample(profile.frequent) == (d == distribution::zipf));
+      for (const bool host_input : {false, true}) {
+        CAPTURE(host_input);
+        int strided = 0;
+        int every = 0;
+        const auto estimate = detail::estimate_in_stages(
+            profile, rows, host_input,
+            [&](std::uint64_t stride, std::uint64_t sampled, bool last) {
+              ++strided;
+              return detail::sketch_host_rows(key_of, rows, stride, sampled, 2, detail::no_prefetch{}, last);
+            },
+            [&] {
+              ++every;
+              return detail::sketch_host_rows(key_of, rows, 1, rows, 2);
+            });
+        const double truth = double(exact_distinct(keys));
+        CHECK(double(estimate.groups) >= truth / 2);
+        CHECK(double(estimate.groups) <= truth * 2);
+        if (d == distribution::zipf && !host_input) {
+          CHECK(strided == 0);
+          CHECK(every == 1);
+          CHECK(estimate.source == estimate_source::full_sketch);
+        } else {
+          CHECK(strided >= 1);
+        }
+      }
+    }
+  }
+}
+
 TEST_CASE("the host input's extrapolation: uniform and sorted keys within 2x, never above the rows") {
   const std::uint64_t seed = fresh_seed();
   CAPTURE(seed);

@@ -10,7 +10,8 @@
 //      fitted by the number of distinct keys a sample of n rows draws from G equally likely
 //      groups, G (1 - e^{-n/G}), after the sample's frequent keys are set aside; accepted when
 //      both sample sizes fit one G and the sample repeats keys (the fit then determines G);
-//   3. otherwise a sketch of every key (device input), or for host input, where a pass over
+//   3. otherwise a sketch of every key (device input; straight after stage 1 where the sample's
+//      frequent keys show a power law, on which stage 2's fit fails), or for host input, where a pass over
 //      every key would cost more than the transfer it precedes, the sample's power-law growth,
 //      bounded by the runs of equal neighbours the sample saw (sorted input).
 // Every stage's result is also bounded by the runs bound: a group has at least one run of
@@ -374,6 +375,20 @@ inline std::uint64_t extrapolate_from_sketch(const sketch_evidence& e, const fre
 
 // ---- the stages in order ----------------------------------------------------------------------
 
+/// A power law's sample: at least power_law_min_frequent_keys frequent keys (sample_profile's
+/// `frequent`, most frequent first), the first at least power_law_min_span times as frequent as
+/// the last. Zipf keys draw a long ladder of frequencies like that (s = 1.1 over 2^16 to 2^24
+/// groups: over a hundred frequent keys, the first a hundred times the last); one or a few hot
+/// keys over uniform ones (a heavy hitter) do not. Stage 2's equally-likely fit of the rest
+/// fails on a power law: its smaller sample sees fewer keys than the fit predicts.
+inline constexpr std::size_t power_law_min_frequent_keys = 16;
+inline constexpr std::uint32_t power_law_min_span = 8;
+template <class Frequent>
+bool power_law_sample(const Frequent& frequent) {
+  return frequent.size() >= power_law_min_frequent_keys &&
+         std::uint64_t{frequent.front().second} >= std::uint64_t{power_law_min_span} * frequent.back().second;
+}
+
 /// An estimate and the stage that made it.
 struct staged_estimate {
   std::uint64_t groups = 0;
@@ -390,6 +405,9 @@ struct staged_estimate {
 /// repeats keys, then host_sketch_rows where that does not decide; on the device:
 /// device_sketch_rows); else for host input the
 /// extrapolation of the last sample, for device input `sketch_every()`, a sketch of every row.
+/// Device input whose key sample shows a power law (power_law_sample) skips stage 2: its fit
+/// would be rejected, and its strided sketch costs about a third of the sketch of every row
+/// that follows.
 /// The driver runs this with its sketches (driver/group_estimate.hpp); tests with the host's.
 template <class Profile, class Sketch, class SketchEvery>
 staged_estimate estimate_in_stages(const Profile& profile, std::uint64_t rows, bool host_input, const Sketch& sketch,
@@ -405,7 +423,8 @@ staged_estimate estimate_in_stages(const Profile& profile, std::uint64_t rows, b
                                            : first_may_decide ? std::vector{host_first_sketch_rows, host_sketch_rows}
                                                               : std::vector{host_sketch_rows};
   sketch_evidence evidence;
-  for (std::size_t s = 0; s < sizes.size(); ++s) {
+  const bool skip_stage_2 = !host_input && power_law_sample(profile.frequent);
+  for (std::size_t s = 0; s < sizes.size() && !skip_stage_2; ++s) {
     const std::uint64_t sampled = std::min(rows, sizes[s]);
     if (sampled == evidence.sample_rows) break;  // the same sample again: fewer rows than the first size
     // The next size would be the same sample (fewer rows than it): this one is the last.

@@ -124,20 +124,33 @@ detail::host_sketch aggregation_driver<Bound>::sketch_on_device(const std::vecto
   const cl_uint zero = 0;
   detail::check(queue.enqueueFillBuffer(sketch_registers_, zero, 0, register_bytes), "clearing the sketches");
   detail::check(queue.enqueueFillBuffer(sketch_counts_, zero, 0, 2 * sizeof(cl_ulong)), "clearing the counts");
-  cl::Kernel kernel = ctx_.kernel(estimate_program(), words ? "gpuagg_sketch_words" : "gpuagg_sketch");
+  // Every row of a range (a sketch of every key, or of the spill area's words): the kernel
+  // of that loop alone (kernels/estimate.hpp).
+  const bool every_row = stride == 1 && !sampled;
+  const std::string name = std::string(words ? "gpuagg_sketch_words" : "gpuagg_sketch") + (every_row ? "_every" : "");
+  cl::Kernel kernel = ctx_.kernel(estimate_program(), name.c_str());
   const std::size_t local =
       std::min<std::size_t>(256, detail::power_of_two_below(kernel_work_group_limit(kernel)));
-  detail::kernels::sketch_args<cl::Buffer> args;
-  args.key_columns = inputs;
-  args.first = first;
-  args.stride = stride;
-  args.n = n;
-  args.rows_end = rows_end;
-  args.sampled = sampled ? 1 : 0;
-  args.registers = sketch_registers_;
-  args.counts = sketch_counts_;
-  args.scratch = {2 * local * sizeof(cl_uint)};
-  detail::bind_arguments(kernel, "the group estimate's sketch", args);
+  if (every_row) {
+    detail::kernels::sketch_every_args<cl::Buffer> args;
+    args.key_columns = inputs;
+    args.first = first;
+    args.n = n;
+    args.registers = sketch_registers_;
+    detail::bind_arguments(kernel, "the group estimate's sketch", args);
+  } else {
+    detail::kernels::sketch_args<cl::Buffer> args;
+    args.key_columns = inputs;
+    args.first = first;
+    args.stride = stride;
+    args.n = n;
+    args.rows_end = rows_end;
+    args.sampled = sampled ? 1 : 0;
+    args.registers = sketch_registers_;
+    args.counts = sketch_counts_;
+    args.scratch = {2 * local * sizeof(cl_uint)};
+    detail::bind_arguments(kernel, "the group estimate's sketch", args);
+  }
   const std::uint64_t groups =
       std::clamp<std::uint64_t>((n + local - 1) / local, 1, std::uint64_t{ctx_.info().compute_units} * 16);
   cl::Event done;

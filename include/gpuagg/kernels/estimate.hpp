@@ -20,9 +20,25 @@ inline constexpr fixed_string sketch_kernels{R"CLC(
 // counts[1] += equal.
 // A register is read (a cacheable read: a stale value only costs an atomic that changes
 // nothing) before its atomic: ranks saturate, so most rows only read.
-// Two kernels: gpuagg_sketch reads the key columns; gpuagg_sketch_words reads table words (the
-// spill area's keys, whose distinct count sizes a growth).
+// A sketch of every row (stride 1, not sampled) is a kernel of its own, NAME_every, with
+// nothing but the row's key in its loop: the general loop's row arithmetic (a 64-bit multiply)
+// and its sampled branch cost a few percent of a sketch that reads every key.
+// Two kernels each: gpuagg_sketch reads the key columns; gpuagg_sketch_words reads table words
+// (the spill area's keys, whose distinct count sizes a growth).
+#define GPUAGG_SKETCH_SLOT(KEY) \
+    const ulong h = gpuagg_sketch_hash((ulong)(KEY)); \
+    const uint index = (uint)(h >> (64u - GPUAGG_SKETCH_P)); \
+    const ulong rest = h << GPUAGG_SKETCH_P; \
+    const uint rank = rest == 0ul ? GPUAGG_SKETCH_MAX_RANK : (uint)clz(rest) + 1u;
 #define GPUAGG_DEFINE_SKETCH(NAME, INPUT_PARAMS, LOAD) \
+__kernel void NAME##_every(INPUT_PARAMS, const ulong first, const ulong n, __global uint* regs) { \
+  __global const uint* cached = regs; \
+  const ulong end = first + n; \
+  for (ulong row = first + get_global_id(0); row < end; row += get_global_size(0)) { \
+    GPUAGG_SKETCH_SLOT(LOAD(row)) \
+    if (cached[index] < rank) atomic_max(regs + index, rank); \
+  } \
+} \
 __kernel void NAME(INPUT_PARAMS, const ulong first, const ulong stride, const ulong n, const ulong rows_end, \
                    const uint sampled, __global uint* regs, __global ulong* restrict counts, \
                    __local uint* restrict scratch) { \
@@ -32,11 +48,7 @@ __kernel void NAME(INPUT_PARAMS, const ulong first, const ulong stride, const ul
   const ulong every = gpuagg_compare_every(n); \
   for (ulong i = get_global_id(0); i < n; i += get_global_size(0)) { \
     const ulong row = first + i * stride; \
-    const KEY_T key = LOAD(row); \
-    const ulong h = gpuagg_sketch_hash((ulong)key); \
-    const uint index = (uint)(h >> (64u - GPUAGG_SKETCH_P)); \
-    const ulong rest = h << GPUAGG_SKETCH_P; \
-    const uint rank = rest == 0ul ? GPUAGG_SKETCH_MAX_RANK : (uint)clz(rest) + 1u; \
+    GPUAGG_SKETCH_SLOT(LOAD(row)) \
     if (cached[index] < rank) atomic_max(regs + index, rank); \
     if (sampled != 0u) { \
       const uint sub = (1u << GPUAGG_SKETCH_P) + index; \
@@ -97,6 +109,23 @@ struct sketch_args {
     f(registers);
     f(counts);
     f(scratch);
+  }
+};
+
+/// gpuagg_sketch_every(KEY_PARAMS, first, n, regs): every row of [first, first + n); and
+/// gpuagg_sketch_words_every over table words.
+template <class Buffer>
+struct sketch_every_args {
+  std::vector<Buffer> key_columns;
+  std::uint64_t first = 0;
+  std::uint64_t n = 0;
+  Buffer registers;
+  template <class F>
+  void for_each(F& f) const {
+    f(key_columns);
+    f(first);
+    f(n);
+    f(registers);
   }
 };
 
