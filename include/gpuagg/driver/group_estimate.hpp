@@ -109,7 +109,8 @@ auto aggregation_driver<Bound>::estimate_groups(const detail::sample_profile& pr
 
 /// The sketches of `n` keys, `stride` rows apart from row `first`, read back: of the key columns
 /// `inputs` (gpuagg_sketch), or of the table words in `inputs[0]` (`words`: gpuagg_sketch_words);
-/// `sampled`: also the smaller sample's registers and the neighbours' equality counts.
+/// `sampled`: also the smaller sample's registers and the neighbours' equality counts (left zero
+/// in the result otherwise).
 template <class Bound>
 detail::host_sketch aggregation_driver<Bound>::sketch_on_device(const std::vector<cl::Buffer>& inputs, bool words,
                                                                  cl_ulong first, cl_ulong stride, cl_ulong n,
@@ -121,12 +122,16 @@ detail::host_sketch aggregation_driver<Bound>::sketch_on_device(const std::vecto
     sketch_counts_ = allocate(2 * sizeof(cl_ulong), "the group estimate's counts");
   }
   auto& queue = ctx_.compute_queue();
-  const cl_uint zero = 0;
-  detail::check(queue.enqueueFillBuffer(sketch_registers_, zero, 0, register_bytes), "clearing the sketches");
-  detail::check(queue.enqueueFillBuffer(sketch_counts_, zero, 0, 2 * sizeof(cl_ulong)), "clearing the counts");
   // Every row of a range (a sketch of every key, or of the spill area's words): the kernel
-  // of that loop alone (kernels/estimate.hpp).
+  // of that loop alone (kernels/estimate.hpp), which raises only the first registers, so only
+  // they are cleared and read back.
   const bool every_row = stride == 1 && !sampled;
+  const std::uint64_t used_bytes = every_row ? register_bytes / 2 : register_bytes;
+  const cl_uint zero = 0;
+  detail::check(queue.enqueueFillBuffer(sketch_registers_, zero, 0, used_bytes), "clearing the sketches");
+  if (!every_row) {
+    detail::check(queue.enqueueFillBuffer(sketch_counts_, zero, 0, 2 * sizeof(cl_ulong)), "clearing the counts");
+  }
   const std::string name = std::string(words ? "gpuagg_sketch_words" : "gpuagg_sketch") + (every_row ? "_every" : "");
   cl::Kernel kernel = ctx_.kernel(estimate_program(), name.c_str());
   const std::size_t local =
@@ -157,19 +162,21 @@ detail::host_sketch aggregation_driver<Bound>::sketch_on_device(const std::vecto
   launch(kernel, static_cast<std::size_t>(groups * local), local, "the group estimate's sketch", &done);
   auto [pinned, size_class] = ctx_.pooled_pinned(register_bytes + 2 * sizeof(cl_ulong), "the sketches' host copy");
   auto* host = static_cast<char*>(pinned.mapped);
-  cl_int read = queue.enqueueReadBuffer(sketch_registers_, CL_FALSE, 0, register_bytes, host);
-  if (read == CL_SUCCESS) {
+  cl_int read = queue.enqueueReadBuffer(sketch_registers_, every_row ? CL_TRUE : CL_FALSE, 0, used_bytes, host);
+  if (read == CL_SUCCESS && !every_row) {
     read = queue.enqueueReadBuffer(sketch_counts_, CL_TRUE, 0, 2 * sizeof(cl_ulong), host + register_bytes);
   }
   detail::host_sketch sketch;
   if (read == CL_SUCCESS) {
     const auto* words = reinterpret_cast<const cl_uint*>(host);
     std::copy(words, words + registers, sketch.registers.begin());
-    std::copy(words + registers, words + 2 * registers, sketch.sub_registers.begin());
-    cl_ulong counts[2];
-    std::memcpy(counts, host + register_bytes, sizeof(counts));
-    sketch.neighbour_pairs = counts[0];
-    sketch.neighbour_equal = counts[1];
+    if (!every_row) {
+      std::copy(words + registers, words + 2 * registers, sketch.sub_registers.begin());
+      cl_ulong counts[2];
+      std::memcpy(counts, host + register_bytes, sizeof(counts));
+      sketch.neighbour_pairs = counts[0];
+      sketch.neighbour_equal = counts[1];
+    }
   }
   ctx_.recycle_pinned(size_class, pinned);
   detail::check(read, "reading the sketches");
