@@ -3,6 +3,7 @@
 // narrow keys, both schemes; the same typed errors as one device; a device failing mid-query
 // fails the query; a slow device takes fewer blocks. CTest runs this with
 // POCL_DEVICES="pthread pthread" (two PoCL devices); with one device, the set names it twice.
+#include <array>
 #include <atomic>
 #include <cstdlib>
 #include <chrono>
@@ -86,6 +87,38 @@ struct faulty_driver {
   }
 };
 
+/// Two members drawing from `queue` on a simulated clock (no sleeps: a loaded test machine
+/// would stretch them), from one hour past the clock's epoch: each keeps two blocks in flight
+/// and asks for its next when its oldest finishes, as a driver does; a block begins when the
+/// member's block before it ends and takes `cost(d, rows)` (a duration). Runs until `horizon`
+/// past the start or until neither member takes blocks; returns whether each still takes them.
+template <class Cost>
+std::array<bool, 2> simulate_two_members(detail::block_queue& queue, std::uint64_t limit,
+                                         std::chrono::milliseconds horizon, const Cost& cost) {
+  using time_point = std::chrono::steady_clock::time_point;
+  const auto t0 = time_point{} + std::chrono::hours(1);
+  auto clock = t0;
+  std::deque<time_point> finishes[2];
+  const auto take = [&](std::size_t d) {
+    const auto r = queue.next(d, limit, 2, clock);
+    if (!r) return false;
+    const auto begin = finishes[d].empty() ? clock : std::max(clock, finishes[d].back());
+    finishes[d].push_back(begin + cost(d, r->second));
+    return true;
+  };
+  for (std::size_t d : {0u, 1u}) {
+    for (int k = 0; k < 2; ++k) REQUIRE(take(d));
+  }
+  std::array<bool, 2> taking{true, true};
+  while (clock < t0 + horizon && (taking[0] || taking[1])) {
+    const std::size_t d = !taking[1] || (taking[0] && finishes[0].front() <= finishes[1].front()) ? 0 : 1;
+    clock = finishes[d].front();
+    finishes[d].pop_front();
+    taking[d] = take(d);
+  }
+  return taking;
+}
+
 }  // namespace
 
 TEST_CASE("a block's rows: probes until the device's speed is known, then shrinking with the rows left") {
@@ -151,33 +184,15 @@ TEST_CASE("the shared queue: a device's speed from its finished blocks, a slow d
   // mostly the fixed cost), the second's first block 60 ms late (its start: first transfers,
   // memory first touched). It keeps taking blocks: its speed counts from its first finished
   // block on, and its probes compare with the other's probes, not with the other's full blocks
-  // (on which it would be 0.11 of the other). Each member asks when its oldest block in flight
-  // finishes, as a driver does. The queue runs on a simulated clock (no sleeps: a loaded test
-  // machine would stretch them).
+  // (on which it would be 0.11 of the other).
   detail::block_queue warming(std::uint64_t{1} << 40, 2);
-  const auto t0 = std::chrono::steady_clock::time_point{} + std::chrono::hours(1);
-  auto clock = t0;
-  std::deque<std::chrono::steady_clock::time_point> finishes[2];
-  const auto take = [&](std::size_t d) {
-    const auto r = warming.next(d, limit, 2, clock);
-    if (!r) return false;
-    const auto begin = finishes[d].empty() ? clock : finishes[d].back();
-    auto end = begin + std::chrono::microseconds(2000 + r->second * 100 / detail::min_shared_block_rows);
-    if (d == 1 && warming.blocks_of(1) == 1) end += std::chrono::milliseconds(60);
-    finishes[d].push_back(end);
-    return true;
-  };
-  for (std::size_t d : {0u, 1u}) {
-    for (int k = 0; k < 2; ++k) REQUIRE(take(d));
-  }
-  bool taking[2] = {true, true};
-  while (clock < t0 + std::chrono::milliseconds(150) && (taking[0] || taking[1])) {
-    const std::size_t d = !taking[1] || (taking[0] && finishes[0].front() <= finishes[1].front()) ? 0 : 1;
-    clock = finishes[d].front();
-    finishes[d].pop_front();
-    taking[d] = take(d);
-  }
-  CHECK(taking[1]);
+  const auto warming_taking = simulate_two_members(
+      warming, limit, std::chrono::milliseconds(150), [&](std::size_t d, std::uint64_t rows) {
+        auto took = std::chrono::microseconds(2000 + rows * 100 / detail::min_shared_block_rows);
+        if (d == 1 && warming.blocks_of(1) == 1) took += std::chrono::milliseconds(60);
+        return took;
+      });
+  CHECK(warming_taking[1]);
   CHECK_FALSE(warming.too_slow(1));
   CHECK(warming.rows_of(1) > 4 * detail::min_shared_block_rows);  // larger blocks once measured
 
@@ -186,27 +201,10 @@ TEST_CASE("the shared queue: a device's speed from its finished blocks, a slow d
   // its 2^19-row blocks, 0.09 of the other's full 2^22-row blocks but 0.18 of the other's own
   // 2^19-row blocks (0.15 on probes, 0.48 on full blocks): it keeps taking blocks, growing them.
   detail::block_queue ramp(std::uint64_t{1} << 40, 2);
-  std::deque<std::chrono::steady_clock::time_point> ramp_finishes[2];
-  clock = t0;
-  const auto take_ramp = [&](std::size_t d) {
-    const auto r = ramp.next(d, limit, 2, clock);
-    if (!r) return false;
-    const auto begin = ramp_finishes[d].empty() ? clock : std::max(clock, ramp_finishes[d].back());
-    const auto fixed_ns = d == 0 ? 100'000 : 900'000;
-    ramp_finishes[d].push_back(begin + std::chrono::nanoseconds(fixed_ns + r->second * 15 / 100));
-    return true;
-  };
-  for (std::size_t d : {0u, 1u}) {
-    for (int k = 0; k < 2; ++k) REQUIRE(take_ramp(d));
-  }
-  bool ramp_taking[2] = {true, true};
-  while (clock < t0 + std::chrono::milliseconds(200) && (ramp_taking[0] || ramp_taking[1])) {
-    const std::size_t d =
-        !ramp_taking[1] || (ramp_taking[0] && ramp_finishes[0].front() <= ramp_finishes[1].front()) ? 0 : 1;
-    clock = ramp_finishes[d].front();
-    ramp_finishes[d].pop_front();
-    ramp_taking[d] = take_ramp(d);
-  }
+  const auto ramp_taking = simulate_two_members(
+      ramp, limit, std::chrono::milliseconds(200), [](std::size_t d, std::uint64_t rows) {
+        return std::chrono::nanoseconds((d == 0 ? 100'000 : 900'000) + rows * 15 / 100);
+      });
   CHECK(ramp_taking[1]);
   CHECK_FALSE(ramp.too_slow(1));
   CHECK(ramp.rows_of(1) > 16 * detail::min_shared_block_rows);
@@ -214,7 +212,7 @@ TEST_CASE("the shared queue: a device's speed from its finished blocks, a slow d
   // With rows enough for both, a member far slower than the other stops after its probes; the
   // fast member then takes every remaining row.
   detail::block_queue long_queue(std::uint64_t{1} << 40, 2);
-  const auto start = t0 + std::chrono::seconds(1);
+  const auto start = std::chrono::steady_clock::time_point{} + std::chrono::hours(1) + std::chrono::seconds(1);
   for (std::size_t d : {0u, 1u}) {
     for (int k = 0; k < 2; ++k) REQUIRE(long_queue.next(d, limit, 2, start));
   }
@@ -232,32 +230,16 @@ TEST_CASE("the shared queue: a member of the fastest member's own model is found
   // Member 1 pays a fixed 1.2 ms a block (host memory pinned in member 0's context, say) where
   // member 0 pays 0.1 ms; rows cost 0.15 ns on both, or 3 ns on member 1 (`slow_rows`). On
   // probes member 1 runs at 0.11 of member 0, below min_relative_speed; on its full blocks at
-  // 0.45 (or 0.05 with slow rows). Simulated clock, as above.
+  // 0.45 (or 0.05 with slow rows).
   const std::uint64_t limit = std::uint64_t{1} << 22;
   const auto run = [&](std::vector<std::size_t> models, bool slow_rows) {
     detail::block_queue queue(std::uint64_t{1} << 40, 2, std::move(models));
-    std::deque<std::chrono::steady_clock::time_point> finishes[2];
-    const auto t0 = std::chrono::steady_clock::time_point{} + std::chrono::hours(1);
-    auto clock = t0;
-    const auto take = [&](std::size_t d) {
-      const auto r = queue.next(d, limit, 2, clock);
-      if (!r) return false;
-      const auto begin = finishes[d].empty() ? clock : std::max(clock, finishes[d].back());
-      const std::uint64_t fixed_ns = d == 0 ? 100'000 : 1'200'000;
-      const std::uint64_t row_ps = d == 1 && slow_rows ? 3000 : 150;
-      finishes[d].push_back(begin + std::chrono::nanoseconds(fixed_ns + r->second * row_ps / 1000));
-      return true;
-    };
-    for (std::size_t d : {0u, 1u}) {
-      for (int k = 0; k < 2; ++k) REQUIRE(take(d));
-    }
-    bool taking[2] = {true, true};
-    while (clock < t0 + std::chrono::milliseconds(300) && (taking[0] || taking[1])) {
-      const std::size_t d = !taking[1] || (taking[0] && finishes[0].front() <= finishes[1].front()) ? 0 : 1;
-      clock = finishes[d].front();
-      finishes[d].pop_front();
-      taking[d] = take(d);
-    }
+    const auto taking = simulate_two_members(
+        queue, limit, std::chrono::milliseconds(300), [slow_rows](std::size_t d, std::uint64_t rows) {
+          const std::uint64_t fixed_ns = d == 0 ? 100'000 : 1'200'000;
+          const std::uint64_t row_ps = d == 1 && slow_rows ? 3000 : 150;
+          return std::chrono::nanoseconds(fixed_ns + rows * row_ps / 1000);
+        });
     return std::tuple{taking[1], queue.too_slow(1), queue.rows_of(1)};
   };
   SUBCASE("other models: stopped on its probes") {
