@@ -333,6 +333,32 @@ TEST_CASE_TEMPLATE("the device's sketch is the host's, register for register", K
   (void)v;
 }
 
+TEST_CASE_TEMPLATE("the device's sketch of every key is the host's, register for register", Key, std::uint32_t,
+                   std::int64_t) {
+  // Zipf keys from 60,000 groups over 2^20 rows: the key sample shows a power law, so a query
+  // with no hint sketches every row on the device (gpuagg_sketch_every); its estimate must equal
+  // the host sketch's of the same keys.
+  const std::uint64_t seed = fresh_seed();
+  CAPTURE(seed);
+  std::mt19937_64 rng(seed);
+  const std::size_t rows = std::size_t{1} << 20;
+  const auto dictionary = key_dictionary<Key>(60'000, rng);  // the extremes and the empty marker among them
+  const auto keys = draw_keys(dictionary, rows, distribution::zipf, rng);
+  cl::Buffer keys_dev = ctx().buffer(rows * sizeof(Key), "keys");
+  cl::Buffer values_dev = ctx().buffer(rows * sizeof(std::int32_t), "values");
+  const std::vector<std::int32_t> values(rows, 1);
+  REQUIRE(ctx().compute_queue().enqueueWriteBuffer(keys_dev, CL_TRUE, 0, rows * sizeof(Key), keys.data()) == CL_SUCCESS);
+  REQUIRE(ctx().compute_queue().enqueueWriteBuffer(values_dev, CL_TRUE, 0, rows * sizeof(std::int32_t), values.data()) ==
+          CL_SUCCESS);
+  const auto r = group_by(device_column<Key>(keys_dev, rows), device_column<std::int32_t>(values_dev, rows),
+                          select(count()));
+  REQUIRE(r.size() == exact_distinct(keys));
+  const auto host = detail::sketch_host_keys(keys.data(), rows, 1, rows, 2);
+  CHECK(r.stats.estimate_source == estimate_source::full_sketch);
+  CHECK(r.stats.expected_groups ==
+        static_cast<std::uint64_t>(std::llround(std::max(detail::sketch_estimate(host.registers), 1.0))));
+}
+
 TEST_CASE("a query's planned groups: within 2x of the result's groups for each distribution and input kind") {
   // 2^22 rows: host input sketches a strided 2^20 of them, device input every other row.
   const std::uint64_t seed = fresh_seed();
