@@ -383,6 +383,8 @@ class aggregation_driver {
   cl::Buffer allocate_owned(std::uint64_t bytes, const std::string& what);
   void recycle(const cl::Buffer& buffer);
   void recycle(const table_buffers& t);
+  cl::Buffer cleared_counter(const std::string& what);
+  cl_ulong read_counter(const cl::Buffer& counter, const std::string& what);
   table_buffers make_buffers(std::uint64_t buckets, const std::string& what);
   void make_staging();
   cl::Buffer hot_keys_on_device();

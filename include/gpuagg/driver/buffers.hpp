@@ -64,6 +64,27 @@ void aggregation_driver<Bound>::recycle(const table_buffers& t) {
   for (const auto& acc : t.accs) recycle(acc);
 }
 
+/// A one-word counter a kernel adds to (EXPORT, COUNT_NEW, FINALIZE), its clearing queued
+/// before that kernel.
+template <class Bound>
+cl::Buffer aggregation_driver<Bound>::cleared_counter(const std::string& what) {
+  cl::Buffer counter = allocate(sizeof(cl_ulong), what);
+  const cl_ulong zero = 0;
+  detail::check(ctx_.compute_queue().enqueueFillBuffer(counter, zero, 0, sizeof(cl_ulong)), ("clearing " + what).c_str());
+  return counter;
+}
+
+/// The counter's word once the queue has reached it (a blocking read behind the kernel that
+/// counts); the counter goes back to the pool.
+template <class Bound>
+cl_ulong aggregation_driver<Bound>::read_counter(const cl::Buffer& counter, const std::string& what) {
+  cl_ulong value = 0;
+  detail::check(ctx_.compute_queue().enqueueReadBuffer(counter, CL_TRUE, 0, sizeof(cl_ulong), &value),
+                ("reading " + what).c_str());
+  recycle(counter);
+  return value;
+}
+
 /// A table of `buckets` buckets and the EMPTY_KEY bucket in plain arrays (the spill area,
 /// INDEPENDENT's private tables; the global table is make_table's).
 template <class Bound>

@@ -197,9 +197,7 @@ auto aggregation_driver<Bound>::enqueue_finalize(device_result<typename key_poli
   }
   out.keys = out.key_columns.front();
   std::apply([&](auto&... b) { ((b = result_buffer(n * sizeof(Outputs), "a result column")), ...); }, out.columns);
-  auto count = allocate(sizeof(cl_ulong), "the result counter");
-  const cl_ulong zero = 0;
-  detail::check(ctx_.compute_queue().enqueueFillBuffer(count, zero, 0, sizeof(cl_ulong)), "clearing the counter");
+  const cl::Buffer count = cleared_counter("the result counter");
   cl::Kernel finalize = ctx_.kernel(home_program_, "gpuagg_finalize");
   detail::kernels::finalize_args<cl::Buffer, bits_type> args;
   args.table = table_.arg();

@@ -28,10 +28,7 @@ auto aggregation_driver<Bound>::run_export(std::uint32_t owners, std::uint32_t o
   const std::uint64_t groups = known_meta_[detail::meta_groups] + (known_meta_[detail::meta_special] ? 1 : 0);
   const std::size_t n = static_cast<std::size_t>(std::max<std::uint64_t>(groups, 1));
   table_buffers exported = make_buffers(n - 1, "an exported partial aggregate");  // n entries
-  cl::Buffer count = allocate(sizeof(cl_ulong), "the export counter");
-  const cl_ulong zero = 0;
-  auto& queue = ctx_.compute_queue();
-  detail::check(queue.enqueueFillBuffer(count, zero, 0, sizeof(cl_ulong)), "clearing the export counter");
+  const cl::Buffer count = cleared_counter("the export counter");
   cl::Kernel kernel = ctx_.kernel(home_program_, "gpuagg_export");
   detail::kernels::export_args<cl::Buffer, bits_type> args;
   args.table = table_.arg();
@@ -46,11 +43,9 @@ auto aggregation_driver<Bound>::run_export(std::uint32_t owners, std::uint32_t o
   const std::size_t local = std::min<std::size_t>(256, kernel_work_group_limit(kernel));
   cl::Event done;
   launch(kernel, cover(table_.capacity + 1, local), local, "EXPORT", &done);
-  cl_ulong written = 0;
-  detail::check(queue.enqueueReadBuffer(count, CL_TRUE, 0, sizeof(cl_ulong), &written), "reading the export count");
+  const cl_ulong written = read_counter(count, "the export counter");
   detail::wait_for(done, "EXPORT");
   stats_.finalize_seconds += detail::event_seconds(done);
-  recycle(count);
   if (owners <= 1 ? written != groups : written > groups) {
     throw error("internal error: EXPORT wrote " + std::to_string(written) + " groups, the table holds " +
                 std::to_string(groups));
@@ -150,10 +145,7 @@ auto aggregation_driver<Bound>::export_for_merge(std::uint32_t owners, std::uint
 
 template <class Bound>
 std::uint64_t aggregation_driver<Bound>::count_new(const table_buffers& incoming, std::uint64_t n) {
-  cl::Buffer count = allocate(sizeof(cl_ulong), "the new-group counter");
-  const cl_ulong zero = 0;
-  auto& queue = ctx_.compute_queue();
-  detail::check(queue.enqueueFillBuffer(count, zero, 0, sizeof(cl_ulong)), "clearing the new-group counter");
+  const cl::Buffer count = cleared_counter("the new-group counter");
   cl::Kernel kernel = ctx_.kernel(home_program_, "gpuagg_count_new");
   detail::kernels::count_new_args<cl::Buffer, bits_type> args;
   args.source = incoming.keys;
@@ -167,10 +159,8 @@ std::uint64_t aggregation_driver<Bound>::count_new(const table_buffers& incoming
   const std::size_t local = std::min<std::size_t>(256, kernel_work_group_limit(kernel));
   cl::Event done;
   launch(kernel, cover(n, local), local, "COUNT_NEW", &done);
-  cl_ulong fresh = 0;
-  detail::check(queue.enqueueReadBuffer(count, CL_TRUE, 0, sizeof(cl_ulong), &fresh), "reading the new-group count");
+  const cl_ulong fresh = read_counter(count, "the new-group counter");
   detail::wait_for(done, "COUNT_NEW");
-  recycle(count);
   return std::min<std::uint64_t>(fresh, n);
 }
 
