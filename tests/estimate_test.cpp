@@ -43,19 +43,39 @@ std::vector<std::uint32_t> dense_keys(std::size_t rows, std::uint64_t groups, di
 /// The estimate the driver makes, its stages (estimate_in_stages) run with the host's sketch
 /// standing in for the device's (they agree register for register, tested below).
 using detail::staged_estimate;
-/// As the driver estimates: `key_of(row)` is row `row`'s key word, of `rows` rows.
+/// The driver's key sample profiled: 16 Ki keys (fewer for fewer rows) evenly strided over
+/// `rows` rows, `key_of(row)` being row `row`'s key word.
 template <class KeyOf>
-staged_estimate estimate_like_the_driver(const KeyOf& key_of, std::uint64_t rows, bool host_input) {
+detail::sample_profile profile_like_the_driver(const KeyOf& key_of, std::uint64_t rows) {
   const std::uint64_t n = std::min<std::uint64_t>(rows, 1u << 14);
   std::vector<std::uint32_t> sample(n);
   for (std::uint64_t i = 0; i < n; ++i) sample[i] = static_cast<std::uint32_t>(key_of(i * (rows / n)));
-  const auto profile = detail::profile_sample(sample);
+  return detail::profile_sample(sample);
+}
+
+/// How often the stages asked for a strided sketch and for the sketch of every row.
+struct sketch_calls {
+  int strided = 0;
+  int every = 0;
+};
+
+/// As the driver estimates: `key_of(row)` is row `row`'s key word, of `rows` rows; `calls`, if
+/// given, counts the sketches the stages ask for.
+template <class KeyOf>
+staged_estimate estimate_like_the_driver(const KeyOf& key_of, std::uint64_t rows, bool host_input,
+                                         sketch_calls* calls = nullptr) {
+  sketch_calls ignored;
+  sketch_calls& counted = calls != nullptr ? *calls : ignored;
   return detail::estimate_in_stages(
-      profile, rows, host_input,
+      profile_like_the_driver(key_of, rows), rows, host_input,
       [&](std::uint64_t stride, std::uint64_t sampled, bool last) {
+        ++counted.strided;
         return detail::sketch_host_rows(key_of, rows, stride, sampled, 2, detail::no_prefetch{}, last);
       },
-      [&] { return detail::sketch_host_rows(key_of, rows, 1, rows, 2); });
+      [&] {
+        ++counted.every;
+        return detail::sketch_host_rows(key_of, rows, 1, rows, 2);
+      });
 }
 
 staged_estimate estimate_like_the_driver(const std::vector<std::uint32_t>& keys, bool host_input) {
@@ -196,34 +216,20 @@ TEST_CASE("device input whose sample shows a power law goes from stage 1 to the 
       CAPTURE(log2);
       const auto keys = dense_keys(rows, std::uint64_t{1} << log2, d, rng);
       const auto key_of = [&keys](std::uint64_t row) { return std::uint64_t{keys[row]}; };
-      const std::uint64_t n = std::uint64_t{1} << 14;
-      std::vector<std::uint32_t> sample(n);
-      for (std::uint64_t i = 0; i < n; ++i) sample[i] = keys[i * (rows / n)];
-      const auto profile = detail::profile_sample(sample);
-      CHECK(detail::power_law_sample(profile.frequent) == (d == distribution::zipf));
+      CHECK(detail::power_law_sample(profile_like_the_driver(key_of, rows).frequent) == (d == distribution::zipf));
       for (const bool host_input : {false, true}) {
         CAPTURE(host_input);
-        int strided = 0;
-        int every = 0;
-        const auto estimate = detail::estimate_in_stages(
-            profile, rows, host_input,
-            [&](std::uint64_t stride, std::uint64_t sampled, bool last) {
-              ++strided;
-              return detail::sketch_host_rows(key_of, rows, stride, sampled, 2, detail::no_prefetch{}, last);
-            },
-            [&] {
-              ++every;
-              return detail::sketch_host_rows(key_of, rows, 1, rows, 2);
-            });
+        sketch_calls calls;
+        const auto estimate = estimate_like_the_driver(key_of, rows, host_input, &calls);
         const double truth = double(exact_distinct(keys));
         CHECK(double(estimate.groups) >= truth / 2);
         CHECK(double(estimate.groups) <= truth * 2);
         if (d == distribution::zipf && !host_input) {
-          CHECK(strided == 0);
-          CHECK(every == 1);
+          CHECK(calls.strided == 0);
+          CHECK(calls.every == 1);
           CHECK(estimate.source == estimate_source::full_sketch);
         } else {
-          CHECK(strided >= 1);
+          CHECK(calls.strided >= 1);
         }
       }
     }
@@ -307,56 +313,41 @@ TEST_CASE("the host input's estimate at 2^27 and 2^28 rows, where the sample is 
   }
 }
 
-TEST_CASE_TEMPLATE("the device's sketch is the host's, register for register", Key, std::uint32_t, std::int64_t) {
-  // A query of 2^20 rows with no hint runs stage 2 on the device over every row (2^20 <= 2^22
-  // sketched rows); its estimate must equal the host sketch's of the same keys.
-  const std::uint64_t seed = fresh_seed();
-  CAPTURE(seed);
-  std::mt19937_64 rng(seed);
-  const std::size_t rows = std::size_t{1} << 20;
-  const auto dictionary = key_dictionary<Key>(40'000, rng);  // the extremes and the empty marker among them
-  const auto keys = draw_keys(dictionary, rows, distribution::uniform, rng);
-  const std::vector<std::int32_t> values(rows, 1);
-  cl::Buffer keys_dev = ctx().buffer(rows * sizeof(Key), "keys");
-  cl::Buffer values_dev = ctx().buffer(rows * sizeof(std::int32_t), "values");
-  REQUIRE(ctx().compute_queue().enqueueWriteBuffer(keys_dev, CL_TRUE, 0, rows * sizeof(Key), keys.data()) == CL_SUCCESS);
-  REQUIRE(ctx().compute_queue().enqueueWriteBuffer(values_dev, CL_TRUE, 0, rows * sizeof(std::int32_t), values.data()) ==
-          CL_SUCCESS);
-  auto [v] = columns<1>;
-  const auto r = group_by(device_column<Key>(keys_dev, rows), device_column<std::int32_t>(values_dev, rows),
-                          select(count()));
-  REQUIRE(r.size() == exact_distinct(keys));
-  const auto host = detail::sketch_host_keys(keys.data(), rows, 1, rows, 2);
-  CHECK(r.stats.estimate_source == estimate_source::sketch);
-  CHECK(r.stats.expected_groups ==
-        static_cast<std::uint64_t>(std::llround(std::max(detail::sketch_estimate(host.registers), 1.0))));
-  (void)v;
-}
-
-TEST_CASE_TEMPLATE("the device's sketch of every key is the host's, register for register", Key, std::uint32_t,
-                   std::int64_t) {
-  // Zipf keys from 60,000 groups over 2^20 rows: the key sample shows a power law, so a query
-  // with no hint sketches every row on the device (gpuagg_sketch_every); its estimate must equal
+TEST_CASE_TEMPLATE("the device's sketches are the host's, register for register", Key, std::uint32_t, std::int64_t) {
+  // Queries of 2^20 rows with no hint: uniform keys run stage 2 on the device over every row
+  // (2^20 <= 2^22 sketched rows, the sampled kernel); zipf keys show a power law in the key
+  // sample and go to the sketch of every row (gpuagg_sketch_every). Each estimate must equal
   // the host sketch's of the same keys.
   const std::uint64_t seed = fresh_seed();
   CAPTURE(seed);
   std::mt19937_64 rng(seed);
   const std::size_t rows = std::size_t{1} << 20;
-  const auto dictionary = key_dictionary<Key>(60'000, rng);  // the extremes and the empty marker among them
-  const auto keys = draw_keys(dictionary, rows, distribution::zipf, rng);
+  const std::vector<std::int32_t> values(rows, 1);
   cl::Buffer keys_dev = ctx().buffer(rows * sizeof(Key), "keys");
   cl::Buffer values_dev = ctx().buffer(rows * sizeof(std::int32_t), "values");
-  const std::vector<std::int32_t> values(rows, 1);
-  REQUIRE(ctx().compute_queue().enqueueWriteBuffer(keys_dev, CL_TRUE, 0, rows * sizeof(Key), keys.data()) == CL_SUCCESS);
   REQUIRE(ctx().compute_queue().enqueueWriteBuffer(values_dev, CL_TRUE, 0, rows * sizeof(std::int32_t), values.data()) ==
           CL_SUCCESS);
-  const auto r = group_by(device_column<Key>(keys_dev, rows), device_column<std::int32_t>(values_dev, rows),
-                          select(count()));
-  REQUIRE(r.size() == exact_distinct(keys));
-  const auto host = detail::sketch_host_keys(keys.data(), rows, 1, rows, 2);
-  CHECK(r.stats.estimate_source == estimate_source::full_sketch);
-  CHECK(r.stats.expected_groups ==
-        static_cast<std::uint64_t>(std::llround(std::max(detail::sketch_estimate(host.registers), 1.0))));
+  struct sketch_case {
+    distribution keys;
+    std::size_t groups;
+    estimate_source source;
+  };
+  for (const auto& c : {sketch_case{distribution::uniform, 40'000, estimate_source::sketch},
+                        sketch_case{distribution::zipf, 60'000, estimate_source::full_sketch}}) {
+    const std::string distribution_shown = name(c.keys);
+    CAPTURE(distribution_shown);
+    const auto dictionary = key_dictionary<Key>(c.groups, rng);  // the extremes and the empty marker among them
+    const auto keys = draw_keys(dictionary, rows, c.keys, rng);
+    REQUIRE(ctx().compute_queue().enqueueWriteBuffer(keys_dev, CL_TRUE, 0, rows * sizeof(Key), keys.data()) ==
+            CL_SUCCESS);
+    const auto r = group_by(device_column<Key>(keys_dev, rows), device_column<std::int32_t>(values_dev, rows),
+                            select(count()));
+    REQUIRE(r.size() == exact_distinct(keys));
+    const auto host = detail::sketch_host_keys(keys.data(), rows, 1, rows, 2);
+    CHECK(r.stats.estimate_source == c.source);
+    CHECK(r.stats.expected_groups ==
+          static_cast<std::uint64_t>(std::llround(std::max(detail::sketch_estimate(host.registers), 1.0))));
+  }
 }
 
 TEST_CASE("a query's planned groups: within 2x of the result's groups for each distribution and input kind") {
