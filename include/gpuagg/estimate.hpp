@@ -206,6 +206,15 @@ struct sketch_evidence {
   /// enough to see the few repeated keys of a sample from many groups, which the sketch's 0.8%
   /// error hides.
   double sample_distinct_linear = 0;
+  /// The host's count, in the second sketch's rows, of the key sample's frequent keys: the rows
+  /// they hold and how many of them occur (frequent_counted: counted; the device's sketch does
+  /// not). The extrapolation sets them aside by these counts rather than by the key sample's
+  /// share: where few of the other rows repeat a key, the fit's G goes as 1 / (repeated keys), and
+  /// the share's sampling error (0.23% of the rows for a 90% hot key in 16 Ki keys) can be as many
+  /// rows as the repeated keys themselves; in the 2^18 rows of the second sketch it is 0.06%.
+  bool frequent_counted = false;
+  std::uint64_t frequent_rows = 0;
+  std::uint64_t frequent_present = 0;
 };
 
 /// Bits of the host's linear counting bitmap: 512 KiB, one per sketching thread, which stays in
@@ -339,12 +348,22 @@ inline std::uint64_t extrapolate_from_sketch(const sketch_evidence& e, const fre
   double groups = d_all;
   if (e.sample_distinct_linear > 0) {
     // The linear count sees repetition the sketch cannot: fit it where the sample repeats more
-    // keys than three of the count's errors, else the sample shows no repetition at all.
-    const double d_linear = std::max(e.sample_distinct_linear - double(frequent.keys), 0.0);
-    const double repeated = n - d_linear;
-    const auto fitted = repeated > 3.0 * linear_count_error(double(e.sample_rows)) + 10.0 ? fit_groups(d_linear, n)
-                                                                                        : std::nullopt;
-    groups = fitted ? double(frequent.keys) + expected_distinct(*fitted, double(e.rows) * rest) : double(e.rows);
+    // keys than three of the count's errors, else the sample shows no repetition at all. The
+    // frequent keys are set aside by their share of this sample where it was counted.
+    const double rest_counted =
+        e.frequent_counted && e.sub_rows > 0
+            ? double(e.sub_rows - std::min(e.frequent_rows, e.sub_rows)) / double(e.sub_rows)
+            : rest;
+    const double n_linear = double(e.sample_rows) * rest_counted;
+    const double d_linear = std::max(
+        e.sample_distinct_linear - double(e.frequent_counted ? e.frequent_present : frequent.keys), 0.0);
+    const double repeated = n_linear - d_linear;
+    const auto fitted = repeated > 3.0 * linear_count_error(double(e.sample_rows)) + 10.0
+                            ? fit_groups(d_linear, n_linear)
+                            : std::nullopt;
+    // No repetition seen: at most every row but the frequent keys' is a group of its own.
+    groups = double(frequent.keys) + (fitted ? expected_distinct(*fitted, double(e.rows) * rest_counted)
+                                             : double(e.rows) * rest_counted);
     // The fitted G goes about as 1 / (repeated keys): their relative error is its, where the
     // sampled rows are independent draws. Where neighbours repeat keys (runs, skew: more than
     // 1% of the compared pairs, against 1/G for shuffled keys) they are not, and no error is
@@ -400,11 +419,12 @@ struct staged_estimate {
 
 /// The group estimate of `rows` rows, stage by stage: the key sample's frequencies (`profile`: a
 /// sample_profile); else stage 2 on sketches of strided samples, `sketch(stride, n, last)` giving
-/// the sketch of n rows `stride` apart (`last`: the last strided sample, whose linear count the
-/// host's extrapolation reads; the others need none) (on the host: host_first_sketch_rows where the key sample
+/// the sketch of n rows `stride` apart (on the host: host_first_sketch_rows where the key sample
 /// repeats keys, then host_sketch_rows where that does not decide; on the device:
-/// device_sketch_rows); else for host input the
-/// extrapolation of the last sample, for device input `sketch_every()`, a sketch of every row.
+/// device_sketch_rows); else for host input the extrapolation of the last sample, for device
+/// input `sketch_every()`, a sketch of every row. `last` marks the last strided sample: the
+/// host's extrapolation reads its linear count and its count of the profile's frequent keys
+/// (sketch_host_rows), which the others need not take.
 /// Device input whose key sample shows a power law (power_law_sample) skips stage 2: its fit
 /// would be rejected, and its strided sketch costs about a third of the sketch of every row
 /// that follows.
@@ -438,7 +458,12 @@ staged_estimate estimate_in_stages(const Profile& profile, std::uint64_t rows, b
     evidence.sub_distinct = sketch_estimate(taken.sub_registers);
     evidence.neighbour_pairs = taken.neighbour_pairs;
     evidence.neighbour_equal = taken.neighbour_equal;
-    if (host_input) evidence.sample_distinct_linear = taken.linear_distinct;  // the device's sketch has none
+    if (host_input) {  // the device's sketch has neither
+      evidence.sample_distinct_linear = taken.linear_distinct;
+      evidence.frequent_counted = taken.frequent_counted;
+      evidence.frequent_rows = taken.frequent_rows;
+      evidence.frequent_present = taken.frequent_present;
+    }
     if (const auto decision = estimate_from_sketch(evidence, frequent); decision.groups) {
       return {std::max<std::uint64_t>(*decision.groups, 1), estimate_source::sketch};
     }
@@ -465,6 +490,9 @@ struct host_sketch {
   std::uint64_t neighbour_pairs = 0;
   std::uint64_t neighbour_equal = 0;
   double linear_distinct = 0;  ///< linear counting of the sampled keys (sketch_evidence)
+  bool frequent_counted = false;       ///< the frequent keys were given and counted
+  std::uint64_t frequent_rows = 0;     ///< rows of the sub-sample whose key is a frequent one
+  std::uint64_t frequent_present = 0;  ///< frequent keys among the sub-sample's rows
 };
 
 /// One sketching thread's working memory: its linear counting bitmap and its registers. Kept
@@ -527,13 +555,16 @@ inline constexpr std::uint64_t sketch_prefetch_rows = 32;
 /// The sketches of rows 0, stride, ... (n of them) of `rows`, each row's key word given by
 /// `load(row)` (a 64-bit value: the table word of a key); in every compare_every(n)-th stride
 /// the row that sample_offset places is compared with its right neighbour; with
-/// `linear_count`, also the linear count of the keys (host_sketch::linear_distinct). `prefetch(row)`
+/// `linear_count`, also the linear count of the keys (host_sketch::linear_distinct) and, in the
+/// sub-sample (every fourth), the rows of the `frequent` key words (host_sketch::frequent_rows):
+/// in every row, the probe would add about a third to the sketch's time on the host. `prefetch(row)`
 /// asks for a row's key sketch_prefetch_rows strides ahead: the strided rows lie on distinct
 /// cache lines and, a few strides on, distinct pages, whose misses the core overlaps only as
 /// far as its reorder window reaches.
 template <class Load, class Prefetch = no_prefetch>
 host_sketch sketch_host_rows(const Load& load, std::uint64_t rows, std::uint64_t stride, std::uint64_t n,
-                             unsigned threads, const Prefetch& prefetch = {}, bool linear_count = true) {
+                             unsigned threads, const Prefetch& prefetch = {}, bool linear_count = true,
+                             std::span<const std::uint64_t> frequent = {}) {
   // Down to 2^14 keys a thread: its fixed cost (a wake-up, up to 640 KiB of scratch to clear)
   // stays under a tenth of its keys' cache misses, and the first host sketch (2^18 keys) still
   // spreads over 16 threads. The threads are the process's copy pool (runtime/host_copy.hpp),
@@ -543,6 +574,25 @@ host_sketch sketch_host_rows(const Load& load, std::uint64_t rows, std::uint64_t
   auto scratch = sketch_scratch_pool::take(threads);
   std::vector<std::uint64_t> pairs(threads, 0), equal(threads, 0);
   const std::uint64_t every = compare_every(n);
+  // The frequent keys' set: open addressing by the rows' own hash, at most a quarter full, a
+  // slot holding a key word and 1 + its index (0: empty). For the key sample's at most 4096
+  // frequent keys, 256 KiB: in a core's L2 beside the bitmap.
+  const bool count_frequent = linear_count && !frequent.empty();
+  std::vector<std::pair<std::uint64_t, std::uint32_t>> frequent_set;
+  std::uint64_t frequent_mask = 0;
+  if (count_frequent) {
+    std::size_t slots = 2;
+    while (slots < 4 * frequent.size()) slots *= 2;
+    frequent_set.assign(slots, {0, 0});
+    frequent_mask = slots - 1;
+    for (std::size_t k = 0; k < frequent.size(); ++k) {
+      std::uint64_t s = sketch_hash(frequent[k]) & frequent_mask;
+      while (frequent_set[s].second != 0 && frequent_set[s].first != frequent[k]) s = (s + 1) & frequent_mask;
+      frequent_set[s] = {frequent[k], static_cast<std::uint32_t>(k + 1)};
+    }
+  }
+  std::vector<std::uint64_t> frequent_rows(threads, 0);
+  std::vector<std::vector<std::uint8_t>> frequent_seen(threads);
   // Thread t's share of `total` items (keys, bitmap words, registers): [begin, end).
   const auto slice = [threads](std::uint64_t total, unsigned t) {
     const std::uint64_t each = (total + threads - 1) / threads;
@@ -556,6 +606,11 @@ host_sketch sketch_host_rows(const Load& load, std::uint64_t rows, std::uint64_t
       std::fill(scratch[t]->registers.begin(), scratch[t]->registers.end(), 0);
       std::fill(scratch[t]->sub_registers.begin(), scratch[t]->sub_registers.end(), 0);
     }
+    // Counted in locals and stored once: the threads' counters share a cache line.
+    std::uint64_t frequent_here = 0;
+    if (count_frequent) frequent_seen[t].assign(frequent.size() + 1, 0);  // [0]: no frequent key
+    std::uint8_t* const seen = frequent_seen[t].data();
+    const std::pair<std::uint64_t, std::uint32_t>* const set = frequent_set.data();
     auto& bitmap = scratch[t]->bitmap;
     auto& registers = scratch[t]->registers;
     auto& sub_registers = scratch[t]->sub_registers;
@@ -574,6 +629,22 @@ host_sketch sketch_host_rows(const Load& load, std::uint64_t rows, std::uint64_t
         const std::uint64_t bit = hash & (sketch_scratch::bitmap_words * 64 - 1);
         bitmap[bit / 64] |= std::uint64_t{1} << (bit % 64);
       }
+      if (count_frequent && i % 4 == 0) {
+        // Most rows end at their home slot, without a branch: a hit, or an empty slot (the
+        // set is at most a quarter full); others probe on.
+        std::uint64_t s = hash & frequent_mask;
+        std::uint32_t index = set[s].first == bits ? set[s].second : 0;
+        if (index == 0 && set[s].second != 0) {
+          for (s = (s + 1) & frequent_mask; set[s].second != 0; s = (s + 1) & frequent_mask) {
+            if (set[s].first == bits) {
+              index = set[s].second;
+              break;
+            }
+          }
+        }
+        frequent_here += index != 0 ? 1 : 0;
+        seen[index] = 1;
+      }
       if (i % 4 == 0) sub_registers[slot.index] = std::max(sub_registers[slot.index], slot.rank);
       if (i == next_compare) {
         next_compare += every;
@@ -583,6 +654,7 @@ host_sketch sketch_host_rows(const Load& load, std::uint64_t rows, std::uint64_t
         }
       }
     }
+    frequent_rows[t] = frequent_here;
   };
   // The registers merge by maximum and the bitmaps' union is counted, both in slices, one per
   // thread (16 bitmaps are 8 MiB to read).
@@ -616,6 +688,15 @@ host_sketch sketch_host_rows(const Load& load, std::uint64_t rows, std::uint64_t
     set += set_in[t];
     merged.neighbour_pairs += pairs[t];
     merged.neighbour_equal += equal[t];
+    merged.frequent_rows += frequent_rows[t];
+  }
+  if (count_frequent) {
+    merged.frequent_counted = true;
+    for (std::size_t k = 0; k < frequent.size(); ++k) {
+      bool seen = false;
+      for (unsigned t = 0; t < threads; ++t) seen = seen || frequent_seen[t][k + 1] != 0;
+      merged.frequent_present += seen ? 1 : 0;
+    }
   }
   constexpr double bitmap_bits = double(sketch_scratch::bitmap_words * 64);
   // Linear counting: the keys that leave this share of the bits clear.

@@ -96,9 +96,10 @@ auto aggregation_driver<Bound>::estimate_groups(const detail::sample_profile& pr
     const unsigned threads = opts_.copy_threads ? opts_.copy_threads
                                                 : std::clamp(std::thread::hardware_concurrency(), 1u, 16u);
     const auto hosts = host_key_columns();
+    const auto frequent = last ? profile.frequent_words() : std::vector<std::uint64_t>{};
     return detail::sketch_host_rows(
         [&](std::uint64_t row) { return std::uint64_t(key_policy::load_bits(hosts.data(), row)); }, rows_, stride, n,
-        threads, [&](std::uint64_t row) { prefetch_host_keys(hosts, row); }, last);
+        threads, [&](std::uint64_t row) { prefetch_host_keys(hosts, row); }, last, frequent);
   };
   const auto every = [&] {
     return sketch_on_device(device_key_columns(), false, key.offset, 1, rows_, key.offset + rows_, false);

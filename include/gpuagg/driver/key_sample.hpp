@@ -49,6 +49,13 @@ struct sample_profile {
     summary.share = double(covered) / double(sample_size);
     return summary;
   }
+  /// The frequent keys' bits alone (the host's sketch counts their rows: sketch_host_rows).
+  std::vector<std::uint64_t> frequent_words() const {
+    std::vector<std::uint64_t> words;
+    words.reserve(frequent.size());
+    for (const auto& [key, count] : frequent) words.push_back(key);
+    return words;
+  }
 };
 inline constexpr std::size_t max_frequent_keys = 4096;
 
