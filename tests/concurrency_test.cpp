@@ -1,8 +1,14 @@
 // Queries from several host threads on one context at once: the program cache, the buffer
-// pool and the queues are shared, the results must be those of queries run alone.
+// pool and the queues are shared, the results must be those of queries run alone. And the
+// host threads' pool that copies and sketches: its failures reach the caller.
 #include "support.hpp"
 
+#include <chrono>
 #include <exception>
+#include <functional>
+#include <stdexcept>
+#include <string>
+#include <system_error>
 #include <thread>
 
 using namespace gpuagg;
@@ -71,4 +77,36 @@ TEST_CASE("queries from several threads on one context give the results of queri
     for (const auto& r : jobs[t].results) check_equal(r, expected);
     if (t == 3) CHECK(jobs[t].results[0].stats.table_growths >= 1);
   }
+}
+
+TEST_CASE("the copy pool: a refused thread leaves fewer helpers, a throwing part reaches the caller after every part") {
+  // A starter the system refuses from the third thread on, as std::thread does when it cannot.
+  int started = 0;
+  const auto refuse_third = [&started](std::function<void()> body) {
+    if (++started > 2) throw std::system_error(std::make_error_code(std::errc::resource_unavailable_try_again));
+    return std::thread(std::move(body));
+  };
+  detail::copy_pool pool(4, refuse_third);
+  CHECK(pool.helpers() == 2);
+  const unsigned parts = pool.helpers() + 1;
+  std::vector<int> ran(parts, 0);
+  pool.run(parts, [&ran](unsigned p) { ran[p] += 1; });
+  CHECK(ran == std::vector<int>(parts, 1));
+
+  // A helper's part and the caller's part throw: every part still runs to its end, then the
+  // caller sees one exception; the pool takes the next job.
+  for (const unsigned thrower : {0u, parts - 1}) {
+    CAPTURE(thrower);
+    std::vector<int> finished(parts, 0);
+    const auto job = [&](unsigned p) {
+      if (p == thrower) throw std::runtime_error("part " + std::to_string(p));
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      finished[p] = 1;
+    };
+    CHECK_THROWS_WITH_AS(pool.run(parts, job), ("part " + std::to_string(thrower)).c_str(), std::runtime_error);
+    for (unsigned p = 0; p < parts; ++p) CHECK(finished[p] == (p == thrower ? 0 : 1));
+  }
+  std::vector<int> again(parts, 0);
+  pool.run(parts, [&again](unsigned p) { again[p] = 1; });
+  CHECK(again == std::vector<int>(parts, 1));
 }

@@ -1524,11 +1524,11 @@ TEST_CASE("cache: a miss starts from the winner stored for the nearest group cou
     std::vector<std::string> warnings;
     tuning_key key = sample_key;
     key.groups_log2 = 24;
-    CHECK(cache.store(key, {shared(64, 64), 2.0}, warnings));
+    CHECK(cache.store(key, {shared(64, 64), 2.0, true, std::nullopt}, warnings));
     tuning_key other_query = sample_key;
     other_query.query = "count(*) group by g";
     other_query.groups_log2 = 21;
-    CHECK(cache.store(other_query, {shared(2, 2), 3.0}, warnings));
+    CHECK(cache.store(other_query, {shared(2, 2), 3.0, true, std::nullopt}, warnings));
 
     tuning_key wanted = sample_key;
     wanted.groups_log2 = 22;  // 2^20 and 2^24 both 2 away
@@ -1663,7 +1663,7 @@ TEST_CASE("cache: concurrent stores from several threads keep every entry") {
         tuning_key key = sample_key;
         key.groups_log2 = t * 8 + i;
         std::vector<std::string> warnings;
-        if (!cache.store(key, {shared(1u << (i % 4), 64), 1.0 + t}, warnings)) ++failures;
+        if (!cache.store(key, {shared(1u << (i % 4), 64), 1.0 + t, true, std::nullopt}, warnings)) ++failures;
       }
     });
   }

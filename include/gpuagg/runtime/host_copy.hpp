@@ -9,9 +9,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <exception>
 #include <functional>
 #include <mutex>
+#include <system_error>
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace gpuagg::detail {
@@ -19,8 +22,20 @@ namespace gpuagg::detail {
 /// A fixed set of threads that run the parts of one job at a time; the caller runs part 0.
 class copy_pool {
  public:
-  explicit copy_pool(unsigned helpers) {
-    for (unsigned i = 0; i < helpers; ++i) threads_.emplace_back([this, i] { work(i + 1); });
+  /// Starts a thread (std::thread by default; tests pass one that fails).
+  using thread_starter = std::function<std::thread(std::function<void()>)>;
+
+  /// Up to `helpers` threads: where the system refuses one (std::system_error), the pool keeps
+  /// those it has, and its jobs run in fewer parts, rather than fail every query of the process.
+  explicit copy_pool(unsigned helpers, const thread_starter& start = {}) {
+    for (unsigned i = 0; i < helpers; ++i) {
+      try {
+        std::function<void()> body = [this, i] { work(i + 1); };
+        threads_.push_back(start ? start(std::move(body)) : std::thread(std::move(body)));
+      } catch (const std::system_error&) {
+        break;
+      }
+    }
   }
   copy_pool(const copy_pool&) = delete;
   copy_pool& operator=(const copy_pool&) = delete;
@@ -36,7 +51,8 @@ class copy_pool {
   unsigned helpers() const noexcept { return static_cast<unsigned>(threads_.size()); }
 
   /// Runs part(0) .. part(parts - 1), parts <= helpers() + 1, and returns when all are done.
-  /// One job at a time (callers are serialized).
+  /// One job at a time (callers are serialized). A part that throws does not stop the others:
+  /// run waits for all (they use the caller's `part`), then throws the first exception.
   void run(unsigned parts, const std::function<void(unsigned)>& part) {
     const std::lock_guard one_job(job_mutex_);
     {
@@ -44,13 +60,24 @@ class copy_pool {
       part_ = &part;
       parts_ = parts;
       pending_ = parts > 0 ? parts - 1 : 0;
+      failure_ = nullptr;
       ++generation_;
     }
     wake_.notify_all();
-    if (parts > 0) part(0);
+    std::exception_ptr failure;
+    if (parts > 0) {
+      try {
+        part(0);
+      } catch (...) {
+        failure = std::current_exception();
+      }
+    }
     std::unique_lock lock(mutex_);
     done_.wait(lock, [&] { return pending_ == 0; });
     part_ = nullptr;
+    if (!failure) failure = std::exchange(failure_, nullptr);
+    lock.unlock();
+    if (failure) std::rethrow_exception(failure);
   }
 
   /// The process's pool: one helper per hardware thread beyond the caller's, at most 15.
@@ -70,8 +97,14 @@ class copy_pool {
       if (index >= parts_) continue;
       const auto* part = part_;
       lock.unlock();
-      (*part)(index);
+      std::exception_ptr failure;
+      try {
+        (*part)(index);
+      } catch (...) {
+        failure = std::current_exception();
+      }
       lock.lock();
+      if (failure && !failure_) failure_ = failure;
       if (--pending_ == 0) done_.notify_one();
     }
   }
@@ -85,6 +118,7 @@ class copy_pool {
   unsigned parts_ = 0;
   unsigned pending_ = 0;
   std::uint64_t generation_ = 0;
+  std::exception_ptr failure_;  ///< the first exception a helper's part threw in this job
   bool stop_ = false;
 };
 
