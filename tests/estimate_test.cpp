@@ -312,15 +312,14 @@ TEST_CASE("the host's sketch counts the key sample's frequent keys in its sub-sa
     }
   }
   const auto counted = detail::sketch_host_rows(key_of, rows, stride, sampled, 2, detail::no_prefetch{}, true, frequent);
-  CHECK(counted.frequent_counted);
-  CHECK(counted.frequent_rows == frequent_rows);
-  CHECK(counted.frequent_present == present.size());
-  CHECK(counted.frequent_present == 2);
+  REQUIRE(counted.frequent.has_value());
+  CHECK(counted.frequent->rows == frequent_rows);
+  CHECK(counted.frequent->present == present.size());
+  CHECK(counted.frequent->present == 2);
   // Without the linear count (a sample the extrapolation does not read) or without keys, nothing.
   const auto without = detail::sketch_host_rows(key_of, rows, stride, sampled, 2, detail::no_prefetch{}, false, frequent);
-  CHECK_FALSE(without.frequent_counted);
-  CHECK(without.frequent_rows == 0);
-  CHECK_FALSE(detail::sketch_host_rows(key_of, rows, stride, sampled, 2).frequent_counted);
+  CHECK_FALSE(without.frequent.has_value());
+  CHECK_FALSE(detail::sketch_host_rows(key_of, rows, stride, sampled, 2).frequent.has_value());
 
   detail::sketch_evidence e;
   e.rows = rows;
@@ -331,9 +330,7 @@ TEST_CASE("the host's sketch counts the key sample's frequent keys in its sub-sa
   e.neighbour_pairs = counted.neighbour_pairs;
   e.neighbour_equal = counted.neighbour_equal;
   e.sample_distinct_linear = counted.linear_distinct;
-  e.frequent_counted = true;
-  e.frequent_rows = counted.frequent_rows;
-  e.frequent_present = counted.frequent_present;
+  e.frequent = counted.frequent;
   const double truth = double(exact_distinct(keys));
   const double share = double(frequent_rows) / double(e.sub_rows);
   for (const double misstated : {-0.004, 0.0, 0.004}) {

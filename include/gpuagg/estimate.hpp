@@ -192,6 +192,13 @@ inline double sketch_estimate(std::span<const std::uint32_t> registers) {
   return alpha_infinity * m * m / z;
 }
 
+/// The host's count of the key sample's frequent keys in a sketch's sub-sample (every fourth
+/// sampled row): the rows they hold and how many of them occur.
+struct frequent_keys_count {
+  std::uint64_t rows = 0;
+  std::uint64_t present = 0;
+};
+
 /// The evidence of stage 2 (or 3): two sketches' distinct counts and the runs the sampled rows
 /// showed. For a sketch of every key, sub_rows = 0.
 struct sketch_evidence {
@@ -206,15 +213,13 @@ struct sketch_evidence {
   /// enough to see the few repeated keys of a sample from many groups, which the sketch's 0.8%
   /// error hides.
   double sample_distinct_linear = 0;
-  /// The host's count, in the second sketch's rows, of the key sample's frequent keys: the rows
-  /// they hold and how many of them occur (frequent_counted: counted; the device's sketch does
-  /// not). The extrapolation sets them aside by these counts rather than by the key sample's
-  /// share: where few of the other rows repeat a key, the fit's G goes as 1 / (repeated keys), and
-  /// the share's sampling error (0.23% of the rows for a 90% hot key in 16 Ki keys) can be as many
-  /// rows as the repeated keys themselves; in the 2^18 rows of the second sketch it is 0.06%.
-  bool frequent_counted = false;
-  std::uint64_t frequent_rows = 0;
-  std::uint64_t frequent_present = 0;
+  /// The host's count of the key sample's frequent keys in the second sketch's rows (nothing:
+  /// not counted; the device's sketch does not). The extrapolation sets them aside by it rather
+  /// than by the key sample's share: where few of the other rows repeat a key, the fit's G goes
+  /// as 1 / (repeated keys), and the share's sampling error (0.23% of the rows for a 90% hot key
+  /// in 16 Ki keys) can be as many rows as the repeated keys themselves; in the 2^18 rows of the
+  /// second sketch it is 0.06%.
+  std::optional<frequent_keys_count> frequent;
 };
 
 /// Bits of the host's linear counting bitmap: 512 KiB, one per sketching thread, which stays in
@@ -351,12 +356,12 @@ inline std::uint64_t extrapolate_from_sketch(const sketch_evidence& e, const fre
     // keys than three of the count's errors, else the sample shows no repetition at all. The
     // frequent keys are set aside by their share of this sample where it was counted.
     const double rest_counted =
-        e.frequent_counted && e.sub_rows > 0
-            ? double(e.sub_rows - std::min(e.frequent_rows, e.sub_rows)) / double(e.sub_rows)
+        e.frequent && e.sub_rows > 0
+            ? double(e.sub_rows - std::min(e.frequent->rows, e.sub_rows)) / double(e.sub_rows)
             : rest;
     const double n_linear = double(e.sample_rows) * rest_counted;
-    const double d_linear = std::max(
-        e.sample_distinct_linear - double(e.frequent_counted ? e.frequent_present : frequent.keys), 0.0);
+    const double d_linear =
+        std::max(e.sample_distinct_linear - double(e.frequent ? e.frequent->present : frequent.keys), 0.0);
     const double repeated = n_linear - d_linear;
     const auto fitted = repeated > 3.0 * linear_count_error(double(e.sample_rows)) + 10.0
                             ? fit_groups(d_linear, n_linear)
@@ -460,9 +465,7 @@ staged_estimate estimate_in_stages(const Profile& profile, std::uint64_t rows, b
     evidence.neighbour_equal = taken.neighbour_equal;
     if (host_input) {  // the device's sketch has neither
       evidence.sample_distinct_linear = taken.linear_distinct;
-      evidence.frequent_counted = taken.frequent_counted;
-      evidence.frequent_rows = taken.frequent_rows;
-      evidence.frequent_present = taken.frequent_present;
+      evidence.frequent = taken.frequent;
     }
     if (const auto decision = estimate_from_sketch(evidence, frequent); decision.groups) {
       return {std::max<std::uint64_t>(*decision.groups, 1), estimate_source::sketch};
@@ -490,9 +493,7 @@ struct host_sketch {
   std::uint64_t neighbour_pairs = 0;
   std::uint64_t neighbour_equal = 0;
   double linear_distinct = 0;  ///< linear counting of the sampled keys (sketch_evidence)
-  bool frequent_counted = false;       ///< the frequent keys were given and counted
-  std::uint64_t frequent_rows = 0;     ///< rows of the sub-sample whose key is a frequent one
-  std::uint64_t frequent_present = 0;  ///< frequent keys among the sub-sample's rows
+  std::optional<frequent_keys_count> frequent;  ///< where the frequent keys were given and counted
 };
 
 /// One sketching thread's working memory: its linear counting bitmap and its registers. Kept
@@ -556,7 +557,7 @@ inline constexpr std::uint64_t sketch_prefetch_rows = 32;
 /// `load(row)` (a 64-bit value: the table word of a key); in every compare_every(n)-th stride
 /// the row that sample_offset places is compared with its right neighbour; with
 /// `linear_count`, also the linear count of the keys (host_sketch::linear_distinct) and, in the
-/// sub-sample (every fourth), the rows of the `frequent` key words (host_sketch::frequent_rows):
+/// sub-sample (every fourth), the rows of the `frequent` key words (host_sketch::frequent):
 /// in every row, the probe would add about a third to the sketch's time on the host. `prefetch(row)`
 /// asks for a row's key sketch_prefetch_rows strides ahead: the strided rows lie on distinct
 /// cache lines and, a few strides on, distinct pages, whose misses the core overlaps only as
@@ -629,23 +630,25 @@ host_sketch sketch_host_rows(const Load& load, std::uint64_t rows, std::uint64_t
         const std::uint64_t bit = hash & (sketch_scratch::bitmap_words * 64 - 1);
         bitmap[bit / 64] |= std::uint64_t{1} << (bit % 64);
       }
-      if (count_frequent && i % 4 == 0) {
-        // Most rows end at their home slot, without a branch: a hit, or an empty slot (the
-        // set is at most a quarter full); others probe on.
-        std::uint64_t s = hash & frequent_mask;
-        std::uint32_t index = set[s].first == bits ? set[s].second : 0;
-        if (index == 0 && set[s].second != 0) {
-          for (s = (s + 1) & frequent_mask; set[s].second != 0; s = (s + 1) & frequent_mask) {
-            if (set[s].first == bits) {
-              index = set[s].second;
-              break;
+      if (i % 4 == 0) {  // the sub-sample
+        sub_registers[slot.index] = std::max(sub_registers[slot.index], slot.rank);
+        if (count_frequent) {
+          // Most rows end at their home slot, without a branch: a hit, or an empty slot (the
+          // set is at most a quarter full); others probe on.
+          std::uint64_t s = hash & frequent_mask;
+          std::uint32_t index = set[s].first == bits ? set[s].second : 0;
+          if (index == 0 && set[s].second != 0) {
+            for (s = (s + 1) & frequent_mask; set[s].second != 0; s = (s + 1) & frequent_mask) {
+              if (set[s].first == bits) {
+                index = set[s].second;
+                break;
+              }
             }
           }
+          frequent_here += index != 0 ? 1 : 0;
+          seen[index] = 1;
         }
-        frequent_here += index != 0 ? 1 : 0;
-        seen[index] = 1;
       }
-      if (i % 4 == 0) sub_registers[slot.index] = std::max(sub_registers[slot.index], slot.rank);
       if (i == next_compare) {
         next_compare += every;
         if (const std::uint64_t at = row + sample_offset(i, stride); at + 1 < rows) {
@@ -688,15 +691,16 @@ host_sketch sketch_host_rows(const Load& load, std::uint64_t rows, std::uint64_t
     set += set_in[t];
     merged.neighbour_pairs += pairs[t];
     merged.neighbour_equal += equal[t];
-    merged.frequent_rows += frequent_rows[t];
   }
   if (count_frequent) {
-    merged.frequent_counted = true;
+    frequent_keys_count count;
+    for (unsigned t = 0; t < threads; ++t) count.rows += frequent_rows[t];
     for (std::size_t k = 0; k < frequent.size(); ++k) {
       bool seen = false;
       for (unsigned t = 0; t < threads; ++t) seen = seen || frequent_seen[t][k + 1] != 0;
-      merged.frequent_present += seen ? 1 : 0;
+      count.present += seen ? 1 : 0;
     }
+    merged.frequent = count;
   }
   constexpr double bitmap_bits = double(sketch_scratch::bitmap_words * 64);
   // Linear counting: the keys that leave this share of the bits clear.

@@ -60,7 +60,6 @@ class copy_pool {
       part_ = &part;
       parts_ = parts;
       pending_ = parts > 0 ? parts - 1 : 0;
-      failure_ = nullptr;
       ++generation_;
     }
     wake_.notify_all();
@@ -75,7 +74,7 @@ class copy_pool {
     std::unique_lock lock(mutex_);
     done_.wait(lock, [&] { return pending_ == 0; });
     part_ = nullptr;
-    if (!failure) failure = std::exchange(failure_, nullptr);
+    if (auto helpers_failure = std::exchange(failure_, nullptr); !failure) failure = std::move(helpers_failure);
     lock.unlock();
     if (failure) std::rethrow_exception(failure);
   }
