@@ -10,7 +10,9 @@
 //            (strategy, configuration) of a sweep over both hash strategies' grids
 // With --keys two the keys are two uint32 columns, keys(a, b): group k of the draw above becomes
 // the pair (a, b) of two bijections of k, so the pairs' groups are the draw's (the composite-key
-// figure beside the single-key one). With --keys scattered the key is one uint32 column, a
+// figure beside the single-key one). With --keys two-narrow group k becomes (k's high half, k's
+// low half): two columns each uniform over a narrow range, as identifiers, flags and dates are.
+// With --keys scattered the key is one uint32 column, a
 // bijection of k spread over the 32-bit range (keys that collide in a hash table, as most key
 // sets other than a dense range do). With --keys one64 the key is one uint64 column holding that
 // pair's word a << 32 | b: a 64-bit key without the second load, which tells a composite key's
@@ -92,6 +94,14 @@ std::uint64_t pair_key(std::uint64_t k) {
   const auto a = static_cast<std::uint32_t>(k) * 0x9E3779B1u;
   const auto b = (static_cast<std::uint32_t>(k) ^ 0xA5A5A5A5u) * 0x85EBCA6Bu;
   return std::uint64_t{a} << 32 | b;
+}
+
+/// --keys two-narrow: group k of a domain of 2^groups_log2 keys as (a, b) = (k's high half,
+/// k's low half), each column uniform over its own narrow range, as identifiers, flags and
+/// dates are; as one word a << 32 | b.
+std::uint64_t narrow_pair_key(std::uint64_t k, unsigned groups_log2) {
+  const unsigned low = groups_log2 / 2;
+  return (k >> low) << 32 | (k & ((std::uint64_t{1} << low) - 1));
 }
 
 /// --keys scattered: group k's key, MurmurHash3's fmix32 of k (a bijection): keys spread over
@@ -182,12 +192,14 @@ dataset make_dataset(context& ctx, const settings& s, unsigned groups_log2) {
     d.vals.swap(vals);
   }
   const bool two = s.keys == "two" || s.keys == "one64";
+  const bool narrow = s.keys == "two-narrow";
+  const auto pair_of = [&](std::uint64_t k) { return narrow ? narrow_pair_key(k, groups_log2) : pair_key(k); };
   const bool wide = s.keys == "wide";
   for (std::uint64_t k = 0; k < domain; ++k) {
     if (counts[k] == 0) continue;
     ++d.groups;
     const auto [wa, wb] = wide_key(k);
-    const std::uint64_t key = two                   ? pair_key(k)
+    const std::uint64_t key = two || narrow         ? pair_of(k)
                               : wide                ? wide_word(wa, wb)
                               : s.keys == "scattered" ? scatter_key(static_cast<std::uint32_t>(k))
                                                       : k;
@@ -225,10 +237,10 @@ dataset make_dataset(context& ctx, const settings& s, unsigned groups_log2) {
       std::copy(d.keys64.begin(), d.keys64.end(), d.keys64_pinned.data());
     }
   }
-  if (s.keys == "two") {
+  if (s.keys == "two" || narrow) {
     d.keys2.resize(d.rows);
     for (std::size_t i = 0; i < d.rows; ++i) {
-      const std::uint64_t pair = pair_key(d.keys[i]);
+      const std::uint64_t pair = pair_of(d.keys[i]);
       d.keys[i] = static_cast<std::uint32_t>(pair >> 32);
       d.keys2[i] = static_cast<std::uint32_t>(pair);
     }
@@ -239,7 +251,7 @@ dataset make_dataset(context& ctx, const settings& s, unsigned groups_log2) {
     d.vals_dev = ctx.buffer(bytes, "benchmark values", CL_MEM_READ_ONLY);
     ctx.compute_queue().enqueueWriteBuffer(d.keys_dev, CL_TRUE, 0, bytes, d.keys.data());
     ctx.compute_queue().enqueueWriteBuffer(d.vals_dev, CL_TRUE, 0, bytes, d.vals.data());
-    if (s.keys == "two") {
+    if (!d.keys2.empty()) {
       d.keys2_dev = ctx.buffer(bytes, "benchmark keys (second column)", CL_MEM_READ_ONLY);
       ctx.compute_queue().enqueueWriteBuffer(d.keys2_dev, CL_TRUE, 0, bytes, d.keys2.data());
     }
@@ -248,7 +260,7 @@ dataset make_dataset(context& ctx, const settings& s, unsigned groups_log2) {
     d.vals_pinned = pinned_array<std::uint32_t>(ctx, d.rows);
     std::copy(d.keys.begin(), d.keys.end(), d.keys_pinned.data());
     std::copy(d.vals.begin(), d.vals.end(), d.vals_pinned.data());
-    if (s.keys == "two") {
+    if (!d.keys2.empty()) {
       d.keys2_pinned = pinned_array<std::uint32_t>(ctx, d.rows);
       std::copy(d.keys2.begin(), d.keys2.end(), d.keys2_pinned.data());
     }
@@ -405,7 +417,7 @@ run timed_single_query(context& ctx, const dataset& d, const settings& s, const 
 
 /// The user's call on this input kind, timed and verified.
 run timed_query(context& ctx, const dataset& d, const settings& s, const options& opts) {
-  if (s.keys == "two") return timed_pair_query(ctx, d, s, opts);
+  if (s.keys == "two" || s.keys == "two-narrow") return timed_pair_query(ctx, d, s, opts);
   if (s.keys == "wide") return timed_wide_query(ctx, d, s, opts);
   if (s.keys == "one64") return timed_single_query(ctx, d, s, opts, d.keys64, d.keys64_pinned, d.keys64_dev);
   return timed_single_query(ctx, d, s, opts, d.keys, d.keys_pinned, d.keys_dev);
@@ -414,7 +426,9 @@ run timed_query(context& ctx, const dataset& d, const settings& s, const options
 /// The CSVs' distribution: the draw's, or "scattered" for its keys spread by --keys scattered
 /// (the plan's scattered-keys configurations are read from those rows, bench/plan_data.py).
 std::string distribution_label(const settings& s) {
-  return s.keys == "scattered" && s.distribution == "uniform" ? "scattered" : s.distribution;
+  if (s.keys == "scattered" && s.distribution == "uniform") return "scattered";
+  if (s.keys == "two-narrow" && s.distribution == "uniform") return "narrow";
+  return s.distribution;
 }
 
 struct report {
@@ -523,9 +537,10 @@ int main(int argc, char** argv) {
   app.add_option("--seed", s.seed, "input seed");
   app.add_option("--keys", s.keys,
                  "one: a uint32 key column; scattered: one uint32 column of keys spread over 32 bits; two: "
-                 "keys(a, b), two uint32 columns; one64: a uint64 column holding two's packed word; wide: keys(a, b), "
-                 "two uint64 columns (the key dictionary; default system only)")
-      ->check(CLI::IsMember({"one", "scattered", "two", "one64", "wide"}));
+                 "keys(a, b), two uint32 columns; two-narrow: keys(a, b), two uint32 columns of narrow ranges (the key's "
+                 "halves); one64: a uint64 column holding two's packed word; wide: keys(a, b), two uint64 columns "
+                 "(the key dictionary; default system only)")
+      ->check(CLI::IsMember({"one", "scattered", "two", "two-narrow", "one64", "wide"}));
   CLI11_PARSE(app, argc, argv);
 
   context& ctx = default_context();
@@ -573,7 +588,7 @@ int main(int argc, char** argv) {
             [p = std::shared_ptr(std::move(probe))](const execution_params& e) { return p->feasible(e); });
       };
       const auto feasible =
-          s.keys == "two"     ? feasible_on(make_driver(keys(probe_u32, probe_u32), probe_u32, the_query, hinted))
+          s.keys == "two" || s.keys == "two-narrow" ? feasible_on(make_driver(keys(probe_u32, probe_u32), probe_u32, the_query, hinted))
           : s.keys == "one64" ? feasible_on(make_driver(probe_u64, probe_u32, the_query, hinted))
                               : feasible_on(make_driver(probe_u32, probe_u32, the_query, hinted));
       std::optional<execution_params> best;

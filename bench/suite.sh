@@ -16,7 +16,8 @@
 #                                                               -> default.csv, sweep.csv
 #   host          pinned and pageable host input at the same five group counts -> default.csv
 #   composite     the default call and the oracle with two uint32 key columns, keys(a, b), at
-#                 2^10,16,20,24, device input      -> composite.csv, composite_sweep.csv
+#                 2^10,16,20,24, device input, columns spread over 32 bits and of narrow
+#                 ranges (distribution "narrow") -> composite.csv, composite_sweep.csv
 #   scattered     the default call and the oracle on one uint32 key column of keys spread over
 #                 32 bits (fmix32 of the draw) at 2^4,10,16,20,24, device input -> scattered.csv
 #   wide          the same with two uint64 key columns (128 bits: the key dictionary), device
@@ -230,6 +231,13 @@ if has composite; then
   # the evidence the plan runs scattered keys' configurations on 8-byte key words by (tuning.hpp).
   rm -f "$tmp/k.csv" "$tmp/ks.csv"
   step 200 composite "$bench" --rows-log2 "$rows" --groups-log2 "$(upto 10,16,20,24)" --keys two \
+    --csv "$tmp/k.csv" --sweep-csv "$tmp/ks.csv"
+  merge composite.csv $default_key "$tmp/k.csv"
+  merge composite_sweep.csv $sweep_key "$tmp/ks.csv"
+  # The same with columns of narrow ranges (the key's high and low halves): distribution
+  # "narrow" in the same files.
+  rm -f "$tmp/k.csv" "$tmp/ks.csv"
+  step 200 composite_narrow "$bench" --rows-log2 "$rows" --groups-log2 "$(upto 10,16,20,24)" --keys two-narrow \
     --csv "$tmp/k.csv" --sweep-csv "$tmp/ks.csv"
   merge composite.csv $default_key "$tmp/k.csv"
   merge composite_sweep.csv $sweep_key "$tmp/ks.csv"

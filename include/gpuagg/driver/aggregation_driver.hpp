@@ -485,8 +485,6 @@ class aggregation_driver {
   mutable std::array<cl::Kernel, kernel_variant::count> aggregate_kernels_;
   mutable std::array<std::uint32_t, kernel_variant::count> kernel_limits_{};
   std::vector<bits_type> hot_keys_;  // the hot-key table's keys (query_planner::hot_keys), most frequent first
-  cl::Buffer sketch_registers_;      // the group estimate's sketches (made on first use)
-  cl::Buffer sketch_counts_;
   cl::Buffer hot_keys_buffer_;       // hot_keys_ on the device (made on first use)
   cl::Buffer meta_;
   detail::buffer_pool::pinned_buffer readback_;  // pinned host memory: the counters' copies, then FINALIZE's count

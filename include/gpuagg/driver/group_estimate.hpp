@@ -116,12 +116,12 @@ template <class Bound>
 detail::host_sketch aggregation_driver<Bound>::sketch_on_device(const std::vector<cl::Buffer>& inputs, bool words,
                                                                  cl_ulong first, cl_ulong stride, cl_ulong n,
                                                                  cl_ulong rows_end, bool sampled) {
+  // Byte registers (kernels/estimate.hpp), held only while the sketch runs: the table the
+  // estimate sizes is made after it, and a query over few groups holds little more than that.
   constexpr std::size_t registers = detail::sketch_registers;
-  const std::uint64_t register_bytes = 2 * registers * sizeof(cl_uint);
-  if (!sketch_registers_()) {
-    sketch_registers_ = allocate(register_bytes, "the group estimate's sketches");
-    sketch_counts_ = allocate(2 * sizeof(cl_ulong), "the group estimate's counts");
-  }
+  const std::uint64_t register_bytes = 2 * registers;
+  const cl::Buffer sketch_registers = allocate(register_bytes, "the group estimate's sketches");
+  const cl::Buffer sketch_counts = allocate(2 * sizeof(cl_ulong), "the group estimate's counts");
   auto& queue = ctx_.compute_queue();
   // Every row of a range (a sketch of every key, or of the spill area's words): the kernel
   // of that loop alone (kernels/estimate.hpp), which raises only the first registers, so only
@@ -129,9 +129,9 @@ detail::host_sketch aggregation_driver<Bound>::sketch_on_device(const std::vecto
   const bool every_row = stride == 1 && !sampled;
   const std::uint64_t used_bytes = every_row ? register_bytes / 2 : register_bytes;
   const cl_uint zero = 0;
-  detail::check(queue.enqueueFillBuffer(sketch_registers_, zero, 0, used_bytes), "clearing the sketches");
+  detail::check(queue.enqueueFillBuffer(sketch_registers, zero, 0, used_bytes), "clearing the sketches");
   if (!every_row) {
-    detail::check(queue.enqueueFillBuffer(sketch_counts_, zero, 0, 2 * sizeof(cl_ulong)), "clearing the counts");
+    detail::check(queue.enqueueFillBuffer(sketch_counts, zero, 0, 2 * sizeof(cl_ulong)), "clearing the counts");
   }
   const std::string name = std::string(words ? "gpuagg_sketch_words" : "gpuagg_sketch") + (every_row ? "_every" : "");
   cl::Kernel kernel = ctx_.kernel(estimate_program(), name.c_str());
@@ -142,7 +142,7 @@ detail::host_sketch aggregation_driver<Bound>::sketch_on_device(const std::vecto
     args.key_columns = inputs;
     args.first = first;
     args.n = n;
-    args.registers = sketch_registers_;
+    args.registers = sketch_registers;
     detail::bind_arguments(kernel, "the group estimate's sketch", args);
   } else {
     detail::kernels::sketch_args<cl::Buffer> args;
@@ -152,8 +152,8 @@ detail::host_sketch aggregation_driver<Bound>::sketch_on_device(const std::vecto
     args.n = n;
     args.rows_end = rows_end;
     args.sampled = sampled ? 1 : 0;
-    args.registers = sketch_registers_;
-    args.counts = sketch_counts_;
+    args.registers = sketch_registers;
+    args.counts = sketch_counts;
     args.scratch = {2 * local * sizeof(cl_uint)};
     detail::bind_arguments(kernel, "the group estimate's sketch", args);
   }
@@ -163,16 +163,23 @@ detail::host_sketch aggregation_driver<Bound>::sketch_on_device(const std::vecto
   launch(kernel, static_cast<std::size_t>(groups * local), local, "the group estimate's sketch", &done);
   auto [pinned, size_class] = ctx_.pooled_pinned(register_bytes + 2 * sizeof(cl_ulong), "the sketches' host copy");
   auto* host = static_cast<char*>(pinned.mapped);
-  cl_int read = queue.enqueueReadBuffer(sketch_registers_, every_row ? CL_TRUE : CL_FALSE, 0, used_bytes, host);
+  cl_int read = queue.enqueueReadBuffer(sketch_registers, every_row ? CL_TRUE : CL_FALSE, 0, used_bytes, host);
   if (read == CL_SUCCESS && !every_row) {
-    read = queue.enqueueReadBuffer(sketch_counts_, CL_TRUE, 0, 2 * sizeof(cl_ulong), host + register_bytes);
+    read = queue.enqueueReadBuffer(sketch_counts, CL_TRUE, 0, 2 * sizeof(cl_ulong), host + register_bytes);
   }
   detail::host_sketch sketch;
   if (read == CL_SUCCESS) {
+    // Register i is byte i % 4 of word i / 4 (kernels/estimate.hpp), whatever the host's order.
     const auto* words = reinterpret_cast<const cl_uint*>(host);
-    std::copy(words, words + registers, sketch.registers.begin());
+    const auto unpack = [words](std::size_t first, std::vector<std::uint32_t>& to) {
+      for (std::size_t i = 0; i < registers; ++i) {
+        const std::size_t at = first + i;
+        to[i] = (words[at / 4] >> (at % 4 * 8)) & 0xFFu;
+      }
+    };
+    unpack(0, sketch.registers);
     if (!every_row) {
-      std::copy(words + registers, words + 2 * registers, sketch.sub_registers.begin());
+      unpack(registers, sketch.sub_registers);
       cl_ulong counts[2];
       std::memcpy(counts, host + register_bytes, sizeof(counts));
       sketch.neighbour_pairs = counts[0];
@@ -183,6 +190,8 @@ detail::host_sketch aggregation_driver<Bound>::sketch_on_device(const std::vecto
   detail::check(read, "reading the sketches");
   detail::wait_for(done, "the group estimate's sketch");
   stats_.estimate_seconds += detail::event_seconds(done);
+  recycle(sketch_registers);
+  recycle(sketch_counts);
   return sketch;
 }
 
