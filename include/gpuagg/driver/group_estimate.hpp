@@ -116,20 +116,19 @@ template <class Bound>
 detail::host_sketch aggregation_driver<Bound>::sketch_on_device(const std::vector<cl::Buffer>& inputs, bool words,
                                                                  cl_ulong first, cl_ulong stride, cl_ulong n,
                                                                  cl_ulong rows_end, bool sampled) {
-  // Byte registers (kernels/estimate.hpp), held only while the sketch runs: the table the
+  // Every row of a range (a sketch of every key, or of the spill area's words): the kernel
+  // of that loop alone, with a 32-bit word a register. A strided sample: two sketches of byte
+  // registers (kernels/estimate.hpp). Either is held only while the sketch runs: the table the
   // estimate sizes is made after it, and a query over few groups holds little more than that.
   constexpr std::size_t registers = detail::sketch_registers;
-  const std::uint64_t register_bytes = 2 * registers;
-  const cl::Buffer sketch_registers = allocate(register_bytes, "the group estimate's sketches");
-  const cl::Buffer sketch_counts = allocate(2 * sizeof(cl_ulong), "the group estimate's counts");
-  auto& queue = ctx_.compute_queue();
-  // Every row of a range (a sketch of every key, or of the spill area's words): the kernel
-  // of that loop alone (kernels/estimate.hpp), which raises only the first registers, so only
-  // they are cleared and read back.
   const bool every_row = stride == 1 && !sampled;
-  const std::uint64_t used_bytes = every_row ? register_bytes / 2 : register_bytes;
+  const std::uint64_t register_bytes = every_row ? registers * sizeof(cl_uint) : 2 * registers;
+  const cl::Buffer sketch_registers = allocate(register_bytes, "the group estimate's sketches");
+  const cl::Buffer sketch_counts =
+      every_row ? cl::Buffer() : allocate(2 * sizeof(cl_ulong), "the group estimate's counts");
+  auto& queue = ctx_.compute_queue();
   const cl_uint zero = 0;
-  detail::check(queue.enqueueFillBuffer(sketch_registers, zero, 0, used_bytes), "clearing the sketches");
+  detail::check(queue.enqueueFillBuffer(sketch_registers, zero, 0, register_bytes), "clearing the sketches");
   if (!every_row) {
     detail::check(queue.enqueueFillBuffer(sketch_counts, zero, 0, 2 * sizeof(cl_ulong)), "clearing the counts");
   }
@@ -163,13 +162,14 @@ detail::host_sketch aggregation_driver<Bound>::sketch_on_device(const std::vecto
   launch(kernel, static_cast<std::size_t>(groups * local), local, "the group estimate's sketch", &done);
   auto [pinned, size_class] = ctx_.pooled_pinned(register_bytes + 2 * sizeof(cl_ulong), "the sketches' host copy");
   auto* host = static_cast<char*>(pinned.mapped);
-  cl_int read = queue.enqueueReadBuffer(sketch_registers, every_row ? CL_TRUE : CL_FALSE, 0, used_bytes, host);
+  cl_int read = queue.enqueueReadBuffer(sketch_registers, every_row ? CL_TRUE : CL_FALSE, 0, register_bytes, host);
   if (read == CL_SUCCESS && !every_row) {
     read = queue.enqueueReadBuffer(sketch_counts, CL_TRUE, 0, 2 * sizeof(cl_ulong), host + register_bytes);
   }
   detail::host_sketch sketch;
   if (read == CL_SUCCESS) {
-    // Register i is byte i % 4 of word i / 4 (kernels/estimate.hpp), whatever the host's order.
+    // Byte register i is byte i % 4 of word i / 4 (kernels/estimate.hpp), whatever the host's
+    // byte order.
     const auto* words = reinterpret_cast<const cl_uint*>(host);
     const auto unpack = [words](std::size_t first, std::vector<std::uint32_t>& to) {
       for (std::size_t i = 0; i < registers; ++i) {
@@ -177,8 +177,10 @@ detail::host_sketch aggregation_driver<Bound>::sketch_on_device(const std::vecto
         to[i] = (words[at / 4] >> (at % 4 * 8)) & 0xFFu;
       }
     };
-    unpack(0, sketch.registers);
-    if (!every_row) {
+    if (every_row) {
+      std::copy(words, words + registers, sketch.registers.begin());
+    } else {
+      unpack(0, sketch.registers);
       unpack(registers, sketch.sub_registers);
       cl_ulong counts[2];
       std::memcpy(counts, host + register_bytes, sizeof(counts));
@@ -191,7 +193,7 @@ detail::host_sketch aggregation_driver<Bound>::sketch_on_device(const std::vecto
   detail::wait_for(done, "the group estimate's sketch");
   stats_.estimate_seconds += detail::event_seconds(done);
   recycle(sketch_registers);
-  recycle(sketch_counts);
+  if (!every_row) recycle(sketch_counts);
   return sketch;
 }
 

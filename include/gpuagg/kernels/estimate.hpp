@@ -18,11 +18,15 @@ inline constexpr fixed_string sketch_kernels{R"CLC(
 // and in every gpuagg_compare_every(n)-th stride a row that gpuagg_sample_offset places (as the
 // host's sketch does) is compared with its right neighbour (below rows_end): counts[0] += pairs,
 // counts[1] += equal.
-// A register is a byte (ranks reach GPUAGG_SKETCH_MAX_RANK, 51), four to a 32-bit word, so the
-// two sketches hold 32 KiB of device memory, not 128: below a few thousand groups that is more
-// than the query's table. OpenCL has no atomic on a byte: a register is raised by a
-// compare-and-swap of its word. It is read first (a cacheable read: a stale value only costs a
-// swap that changes nothing): ranks saturate, so most rows only read.
+// The strided sample's registers are bytes (ranks reach GPUAGG_SKETCH_MAX_RANK, 51), four to a
+// 32-bit word: its two sketches hold 32 KiB of device memory, not 128, and where the sample
+// alone does not decide a query over a few thousand groups, that is more than its table.
+// OpenCL has no atomic on a byte, so a register is raised by a compare-and-swap of its word.
+// A sketch of every row keeps a 32-bit word a register, raised by atomic_max: it reads every
+// key, and compare-and-swap loops, which wait for their result and retry when the word's other
+// registers move, make it two to three times slower; it runs where the table is far larger.
+// A register is read first (a cacheable read: a stale value only costs an atomic that changes
+// nothing): ranks saturate, so most rows only read.
 // A sketch of every row (stride 1, not sampled) is a kernel of its own, NAME_every, with
 // nothing but the row's key in its loop: the general loop's row arithmetic (a 64-bit multiply)
 // and its sampled branch cost a few percent of a sketch that reads every key.
@@ -33,28 +37,26 @@ inline constexpr fixed_string sketch_kernels{R"CLC(
     const uint index = (uint)(h >> (64u - GPUAGG_SKETCH_P)); \
     const ulong rest = h << GPUAGG_SKETCH_P; \
     const uint rank = rest == 0ul ? GPUAGG_SKETCH_MAX_RANK : (uint)clz(rest) + 1u;
-// Register `index` (a byte of regs) raised to `rank`, read first through `cached`.
-#define GPUAGG_SKETCH_REGISTER(cached, index) (((cached)[(index) >> 2] >> (((index) & 3u) * 8u)) & 0xFFu)
-inline void gpuagg_sketch_raise(__global uint* regs, uint index, uint rank) {
+// Byte register `index` of regs raised to `rank`, from `seen`, its word as last read.
+inline void gpuagg_sketch_raise_byte(__global uint* regs, uint index, uint rank, uint seen) {
   __global uint* word = regs + (index >> 2);
   const uint shift = (index & 3u) * 8u;
-  uint seen = *(volatile __global uint*)word;
   while (((seen >> shift) & 0xFFu) < rank) {
-    const uint raised = (seen & ~(0xFFu << shift)) | (rank << shift);
-    const uint before = atomic_cmpxchg(word, seen, raised);
+    const uint before = atomic_cmpxchg(word, seen, (seen & ~(0xFFu << shift)) | (rank << shift));
     if (before == seen) break;
     seen = before;
   }
 }
-#define GPUAGG_SKETCH_RAISE(index, rank) \
-    if (GPUAGG_SKETCH_REGISTER(cached, index) < (rank)) gpuagg_sketch_raise(regs, index, rank);
+#define GPUAGG_SKETCH_RAISE_BYTE(index, rank) { \
+    const uint word_ = cached[(index) >> 2]; \
+    if (((word_ >> (((index) & 3u) * 8u)) & 0xFFu) < (rank)) gpuagg_sketch_raise_byte(regs, index, rank, word_); }
 #define GPUAGG_DEFINE_SKETCH(NAME, INPUT_PARAMS, LOAD) \
 __kernel void NAME##_every(INPUT_PARAMS, const ulong first, const ulong n, __global uint* regs) { \
   __global const uint* cached = regs; \
   const ulong end = first + n; \
   for (ulong row = first + get_global_id(0); row < end; row += get_global_size(0)) { \
     GPUAGG_SKETCH_SLOT(LOAD(row)) \
-    GPUAGG_SKETCH_RAISE(index, rank) \
+    if (cached[index] < rank) atomic_max(regs + index, rank); \
   } \
 } \
 __kernel void NAME(INPUT_PARAMS, const ulong first, const ulong stride, const ulong n, const ulong rows_end, \
@@ -67,10 +69,10 @@ __kernel void NAME(INPUT_PARAMS, const ulong first, const ulong stride, const ul
   for (ulong i = get_global_id(0); i < n; i += get_global_size(0)) { \
     const ulong row = first + i * stride; \
     GPUAGG_SKETCH_SLOT(LOAD(row)) \
-    GPUAGG_SKETCH_RAISE(index, rank) \
+    GPUAGG_SKETCH_RAISE_BYTE(index, rank) \
     if (sampled != 0u) { \
       const uint sub = (1u << GPUAGG_SKETCH_P) + index; \
-      if ((i & 3ul) == 0ul) { GPUAGG_SKETCH_RAISE(sub, rank) } \
+      if ((i & 3ul) == 0ul) GPUAGG_SKETCH_RAISE_BYTE(sub, rank) \
       if (i % every == 0ul) { \
         const ulong at = row + gpuagg_sample_offset(i, stride); \
         if (at + 1ul < rows_end) { \
