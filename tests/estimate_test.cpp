@@ -381,9 +381,21 @@ TEST_CASE("the host input's estimate at 2^27 and 2^28 rows, where the sample is 
   }
 }
 
+TEST_CASE("the strided sketch takes byte registers only where the sample bounds the groups below 2^13") {
+  // Chao1's d + f1^2 / (2 f2) from the sample's frequencies; without keys seen twice, only a
+  // sample with no key seen once bounds them.
+  CHECK(detail::byte_sketch_registers(817, 330, 264));      // 90% one key, 1,023 others: about 1,023
+  CHECK_FALSE(detail::byte_sketch_registers(1'600, 1'600, 0));  // every cold key seen once: no bound
+  CHECK_FALSE(detail::byte_sketch_registers(10'300, 6'000, 2'600));  // uniform, 16 Ki groups
+  CHECK(detail::byte_sketch_registers(8'191, 0, 0));
+  CHECK_FALSE(detail::byte_sketch_registers(8'192, 0, 0));
+  CHECK_FALSE(detail::byte_sketch_registers(4'000, 3'000, 1));  // 4,000 + 4.5 M
+}
+
 TEST_CASE_TEMPLATE("the device's sketches are the host's, register for register", Key, std::uint32_t, std::int64_t) {
   // Queries of 2^20 rows with no hint: uniform keys run stage 2 on the device over every row
-  // (2^20 <= 2^22 sketched rows, the sampled kernel); zipf keys show a power law in the key
+  // (2^20 <= 2^22 sketched rows, the sampled kernel), heavy-hitter keys over 1,024 groups the
+  // same with byte registers (their sample bounds the groups below 2^13); zipf keys show a power law in the key
   // sample and go to the sketch of every row (gpuagg_sketch_every). Each estimate must equal
   // the host sketch's of the same keys.
   const std::uint64_t seed = fresh_seed();
@@ -401,6 +413,7 @@ TEST_CASE_TEMPLATE("the device's sketches are the host's, register for register"
     estimate_source source;
   };
   for (const auto& c : {sketch_case{distribution::uniform, 40'000, estimate_source::sketch},
+                        sketch_case{distribution::heavy_hitter, 1'024, estimate_source::sketch},
                         sketch_case{distribution::zipf, 60'000, estimate_source::full_sketch}}) {
     const std::string distribution_shown = name(c.keys);
     CAPTURE(distribution_shown);

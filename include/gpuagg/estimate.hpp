@@ -254,6 +254,16 @@ inline std::optional<std::uint64_t> estimate_from_frequencies(std::uint64_t samp
   return static_cast<std::uint64_t>(std::clamp(std::ceil(chao1), double(distinct), double(rows)));
 }
 
+/// Whether the strided sample's sketches take byte registers (32 KiB of device memory) instead
+/// of 32-bit ones (128 KiB): where the key sample's frequencies bound the groups below 2^13
+/// (Chao1's d + f1^2 / (2 f2); none without keys seen twice), whose table may be smaller than
+/// 128 KiB. Elsewhere the registers are a small part of the table, and atomic_max on 32-bit
+/// registers is faster than the compare-and-swap a byte register takes (kernels/estimate.hpp).
+inline bool byte_sketch_registers(std::uint64_t distinct, std::uint64_t once, std::uint64_t twice) {
+  if (twice == 0) return once == 0 && distinct < (std::uint64_t{1} << 13);
+  return double(distinct) + double(once) * double(once) / (2.0 * double(twice)) < double(std::uint64_t{1} << 13);
+}
+
 /// The distinct keys a sample of `n` rows is expected to draw from `groups` equally likely ones.
 inline double expected_distinct(double groups, double n) {
   if (groups <= 0) return 0;

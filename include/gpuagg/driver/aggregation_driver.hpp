@@ -351,7 +351,8 @@ class aggregation_driver {
   std::vector<bits_type> sample_keys();
   group_estimate estimate_groups(const detail::sample_profile& profile);
   detail::host_sketch sketch_on_device(const std::vector<cl::Buffer>& inputs, bool words, cl_ulong first,
-                                       cl_ulong stride, cl_ulong n, cl_ulong rows_end, bool sampled);
+                                       cl_ulong stride, cl_ulong n, cl_ulong rows_end, bool sampled,
+                                       bool byte_registers = false);
   /// The key column(s): the first key_policy::columns columns, on the host or on the device.
   std::array<const void*, key_policy::columns> host_key_columns() const {
     std::array<const void*, key_policy::columns> hosts{};

@@ -92,7 +92,10 @@ template <class Bound>
 auto aggregation_driver<Bound>::estimate_groups(const detail::sample_profile& profile) -> group_estimate {
   const auto& key = columns_.front();
   const auto sketch = [&](std::uint64_t stride, std::uint64_t n, bool last) {
-    if (on_device_) return sketch_on_device(device_key_columns(), false, key.offset, stride, n, key.offset + rows_, true);
+    if (on_device_) {
+      return sketch_on_device(device_key_columns(), false, key.offset, stride, n, key.offset + rows_, true,
+                              detail::byte_sketch_registers(profile.distinct, profile.once, profile.twice));
+    }
     const unsigned threads = opts_.copy_threads ? opts_.copy_threads
                                                 : std::clamp(std::thread::hardware_concurrency(), 1u, 16u);
     const auto hosts = host_key_columns();
@@ -111,18 +114,21 @@ auto aggregation_driver<Bound>::estimate_groups(const detail::sample_profile& pr
 /// The sketches of `n` keys, `stride` rows apart from row `first`, read back: of the key columns
 /// `inputs` (gpuagg_sketch), or of the table words in `inputs[0]` (`words`: gpuagg_sketch_words);
 /// `sampled`: also the smaller sample's registers and the neighbours' equality counts (left zero
-/// in the result otherwise).
+/// in the result otherwise); `byte_registers`: a strided sample's registers as bytes
+/// (detail::byte_sketch_registers).
 template <class Bound>
 detail::host_sketch aggregation_driver<Bound>::sketch_on_device(const std::vector<cl::Buffer>& inputs, bool words,
                                                                  cl_ulong first, cl_ulong stride, cl_ulong n,
-                                                                 cl_ulong rows_end, bool sampled) {
+                                                                 cl_ulong rows_end, bool sampled,
+                                                                 bool byte_registers) {
   // Every row of a range (a sketch of every key, or of the spill area's words): the kernel
-  // of that loop alone, with a 32-bit word a register. A strided sample: two sketches of byte
-  // registers (kernels/estimate.hpp). Either is held only while the sketch runs: the table the
-  // estimate sizes is made after it, and a query over few groups holds little more than that.
+  // of that loop alone, which raises only the first sketch's registers. A strided sample: two
+  // sketches, of byte registers where the sample says the table may be small. The registers
+  // are held only while the sketch runs: the table the estimate sizes is made after it.
   constexpr std::size_t registers = detail::sketch_registers;
   const bool every_row = stride == 1 && !sampled;
-  const std::uint64_t register_bytes = every_row ? registers * sizeof(cl_uint) : 2 * registers;
+  const bool bytes = byte_registers && !every_row;
+  const std::uint64_t register_bytes = bytes ? 2 * registers : (every_row ? 1 : 2) * registers * sizeof(cl_uint);
   const cl::Buffer sketch_registers = allocate(register_bytes, "the group estimate's sketches");
   const cl::Buffer sketch_counts =
       every_row ? cl::Buffer() : allocate(2 * sizeof(cl_ulong), "the group estimate's counts");
@@ -132,7 +138,8 @@ detail::host_sketch aggregation_driver<Bound>::sketch_on_device(const std::vecto
   if (!every_row) {
     detail::check(queue.enqueueFillBuffer(sketch_counts, zero, 0, 2 * sizeof(cl_ulong)), "clearing the counts");
   }
-  const std::string name = std::string(words ? "gpuagg_sketch_words" : "gpuagg_sketch") + (every_row ? "_every" : "");
+  const std::string name = std::string(words ? "gpuagg_sketch_words" : "gpuagg_sketch") +
+                           (every_row ? "_every" : bytes ? "_bytes" : "");
   cl::Kernel kernel = ctx_.kernel(estimate_program(), name.c_str());
   const std::size_t local =
       std::min<std::size_t>(256, detail::power_of_two_below(kernel_work_group_limit(kernel)));
@@ -177,11 +184,14 @@ detail::host_sketch aggregation_driver<Bound>::sketch_on_device(const std::vecto
         to[i] = (words[at / 4] >> (at % 4 * 8)) & 0xFFu;
       }
     };
-    if (every_row) {
+    if (!bytes) {
       std::copy(words, words + registers, sketch.registers.begin());
+      if (!every_row) std::copy(words + registers, words + 2 * registers, sketch.sub_registers.begin());
     } else {
       unpack(0, sketch.registers);
       unpack(registers, sketch.sub_registers);
+    }
+    if (!every_row) {
       cl_ulong counts[2];
       std::memcpy(counts, host + register_bytes, sizeof(counts));
       sketch.neighbour_pairs = counts[0];

@@ -18,19 +18,18 @@ inline constexpr fixed_string sketch_kernels{R"CLC(
 // and in every gpuagg_compare_every(n)-th stride a row that gpuagg_sample_offset places (as the
 // host's sketch does) is compared with its right neighbour (below rows_end): counts[0] += pairs,
 // counts[1] += equal.
-// The strided sample's registers are bytes (ranks reach GPUAGG_SKETCH_MAX_RANK, 51), four to a
-// 32-bit word: its two sketches hold 32 KiB of device memory, not 128, and where the sample
-// alone does not decide a query over a few thousand groups, that is more than its table.
-// OpenCL has no atomic on a byte, so a register is raised by a compare-and-swap of its word.
-// A sketch of every row keeps a 32-bit word a register, raised by atomic_max: it reads every
-// key, and compare-and-swap loops, which wait for their result and retry when the word's other
-// registers move, make it two to three times slower; it runs where the table is far larger.
-// A register is read first (a cacheable read: a stale value only costs an atomic that changes
-// nothing): ranks saturate, so most rows only read.
+// A register is a 32-bit word, raised by atomic_max after a read (a cacheable read: a stale
+// value only costs an atomic that changes nothing): ranks saturate, so most rows only read.
+// NAME_bytes, the strided sample's kernel where the table may be small
+// (detail::byte_sketch_registers): a register is a byte (ranks reach GPUAGG_SKETCH_MAX_RANK,
+// 51), four to a word, so its two sketches hold 32 KiB of device memory, not 128. OpenCL has
+// no atomic on a byte: a register is raised by a compare-and-swap of its word, which waits for
+// its result and retries when the word's other registers move; on the many rows of a sketch
+// of every row that made it two to three times slower, so that kernel keeps 32-bit registers.
 // A sketch of every row (stride 1, not sampled) is a kernel of its own, NAME_every, with
 // nothing but the row's key in its loop: the general loop's row arithmetic (a 64-bit multiply)
 // and its sampled branch cost a few percent of a sketch that reads every key.
-// Two kernels each: gpuagg_sketch reads the key columns; gpuagg_sketch_words reads table words
+// Each kernel twice: gpuagg_sketch* read the key columns; gpuagg_sketch_words* read table words
 // (the spill area's keys, whose distinct count sizes a growth).
 #define GPUAGG_SKETCH_SLOT(KEY) \
     const ulong h = gpuagg_sketch_hash((ulong)(KEY)); \
@@ -50,15 +49,8 @@ inline void gpuagg_sketch_raise_byte(__global uint* regs, uint index, uint rank,
 #define GPUAGG_SKETCH_RAISE_BYTE(index, rank) { \
     const uint word_ = cached[(index) >> 2]; \
     if (((word_ >> (((index) & 3u) * 8u)) & 0xFFu) < (rank)) gpuagg_sketch_raise_byte(regs, index, rank, word_); }
-#define GPUAGG_DEFINE_SKETCH(NAME, INPUT_PARAMS, LOAD) \
-__kernel void NAME##_every(INPUT_PARAMS, const ulong first, const ulong n, __global uint* regs) { \
-  __global const uint* cached = regs; \
-  const ulong end = first + n; \
-  for (ulong row = first + get_global_id(0); row < end; row += get_global_size(0)) { \
-    GPUAGG_SKETCH_SLOT(LOAD(row)) \
-    if (cached[index] < rank) atomic_max(regs + index, rank); \
-  } \
-} \
+#define GPUAGG_SKETCH_RAISE_WORD(index, rank) { if (cached[index] < (rank)) atomic_max(regs + (index), rank); }
+#define GPUAGG_DEFINE_SAMPLED_SKETCH(NAME, INPUT_PARAMS, LOAD, RAISE) \
 __kernel void NAME(INPUT_PARAMS, const ulong first, const ulong stride, const ulong n, const ulong rows_end, \
                    const uint sampled, __global uint* regs, __global ulong* restrict counts, \
                    __local uint* restrict scratch) { \
@@ -69,10 +61,10 @@ __kernel void NAME(INPUT_PARAMS, const ulong first, const ulong stride, const ul
   for (ulong i = get_global_id(0); i < n; i += get_global_size(0)) { \
     const ulong row = first + i * stride; \
     GPUAGG_SKETCH_SLOT(LOAD(row)) \
-    GPUAGG_SKETCH_RAISE_BYTE(index, rank) \
+    RAISE(index, rank) \
     if (sampled != 0u) { \
       const uint sub = (1u << GPUAGG_SKETCH_P) + index; \
-      if ((i & 3ul) == 0ul) GPUAGG_SKETCH_RAISE_BYTE(sub, rank) \
+      if ((i & 3ul) == 0ul) RAISE(sub, rank) \
       if (i % every == 0ul) { \
         const ulong at = row + gpuagg_sample_offset(i, stride); \
         if (at + 1ul < rows_end) { \
@@ -100,6 +92,17 @@ __kernel void NAME(INPUT_PARAMS, const ulong first, const ulong stride, const ul
     atom_add(counts + 1, (ulong)scratch[1]); \
   } \
 }
+#define GPUAGG_DEFINE_SKETCH(NAME, INPUT_PARAMS, LOAD) \
+__kernel void NAME##_every(INPUT_PARAMS, const ulong first, const ulong n, __global uint* regs) { \
+  __global const uint* cached = regs; \
+  const ulong end = first + n; \
+  for (ulong row = first + get_global_id(0); row < end; row += get_global_size(0)) { \
+    GPUAGG_SKETCH_SLOT(LOAD(row)) \
+    if (cached[index] < rank) atomic_max(regs + index, rank); \
+  } \
+} \
+GPUAGG_DEFINE_SAMPLED_SKETCH(NAME, INPUT_PARAMS, LOAD, GPUAGG_SKETCH_RAISE_WORD) \
+GPUAGG_DEFINE_SAMPLED_SKETCH(NAME##_bytes, INPUT_PARAMS, LOAD, GPUAGG_SKETCH_RAISE_BYTE)
 GPUAGG_DEFINE_SKETCH(gpuagg_sketch, KEY_PARAMS, KEY_LOAD)
 #define GPUAGG_WORD_LOAD(row) (words[row])
 GPUAGG_DEFINE_SKETCH(gpuagg_sketch_words, __global const KEY_T* restrict words, GPUAGG_WORD_LOAD)
