@@ -431,6 +431,41 @@ TEST_CASE_TEMPLATE("the device's sketches are the host's, register for register"
   }
 }
 
+TEST_CASE("the device's sketches of a key of two columns are the host's of its packed words") {
+  // keys(a, b) of two uint32 columns: the sketch kernels take the key's columns as several
+  // parameters, and hash the packed word a << 32 | b. Uniform keys run the 32-bit registers,
+  // heavy-hitter keys over 1,024 groups the byte registers.
+  const std::uint64_t seed = fresh_seed();
+  CAPTURE(seed);
+  std::mt19937_64 rng(seed);
+  const std::size_t rows = std::size_t{1} << 20;
+  const std::vector<std::int32_t> values(rows, 1);
+  cl::Buffer a_dev = ctx().buffer(rows * 4, "a");
+  cl::Buffer b_dev = ctx().buffer(rows * 4, "b");
+  cl::Buffer values_dev = ctx().buffer(rows * 4, "values");
+  REQUIRE(ctx().compute_queue().enqueueWriteBuffer(values_dev, CL_TRUE, 0, rows * 4, values.data()) == CL_SUCCESS);
+  for (const auto& [d, groups] : {std::pair{distribution::uniform, std::size_t{40'000}},
+                                  std::pair{distribution::heavy_hitter, std::size_t{1'024}}}) {
+    const std::string distribution_shown = name(d);
+    CAPTURE(distribution_shown);
+    const auto words = draw_keys(key_dictionary<std::uint64_t>(groups, rng), rows, d, rng);
+    std::vector<std::uint32_t> a(rows), b(rows);
+    for (std::size_t i = 0; i < rows; ++i) {
+      a[i] = static_cast<std::uint32_t>(words[i] >> 32);
+      b[i] = static_cast<std::uint32_t>(words[i]);
+    }
+    REQUIRE(ctx().compute_queue().enqueueWriteBuffer(a_dev, CL_TRUE, 0, rows * 4, a.data()) == CL_SUCCESS);
+    REQUIRE(ctx().compute_queue().enqueueWriteBuffer(b_dev, CL_TRUE, 0, rows * 4, b.data()) == CL_SUCCESS);
+    const auto r = group_by(keys(device_column<std::uint32_t>(a_dev, rows), device_column<std::uint32_t>(b_dev, rows)),
+                            device_column<std::int32_t>(values_dev, rows), select(count()));
+    REQUIRE(r.size() == exact_distinct(words));
+    const auto host = detail::sketch_host_keys(words.data(), rows, 1, rows, 2);
+    CHECK(r.stats.estimate_source == estimate_source::sketch);
+    CHECK(r.stats.expected_groups ==
+          static_cast<std::uint64_t>(std::llround(std::max(detail::sketch_estimate(host.registers), 1.0))));
+  }
+}
+
 TEST_CASE("a query's planned groups: within 2x of the result's groups for each distribution and input kind") {
   // 2^22 rows: host input sketches a strided 2^20 of them, device input every other row.
   const std::uint64_t seed = fresh_seed();

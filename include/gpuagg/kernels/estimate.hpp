@@ -50,8 +50,8 @@ inline void gpuagg_sketch_raise_byte(__global uint* regs, uint index, uint rank,
     const uint word_ = cached[(index) >> 2]; \
     if (((word_ >> (((index) & 3u) * 8u)) & 0xFFu) < (rank)) gpuagg_sketch_raise_byte(regs, index, rank, word_); }
 #define GPUAGG_SKETCH_RAISE_WORD(index, rank) { if (cached[index] < (rank)) atomic_max(regs + (index), rank); }
-#define GPUAGG_DEFINE_SAMPLED_SKETCH(NAME, INPUT_PARAMS, LOAD, RAISE) \
-__kernel void NAME(INPUT_PARAMS, const ulong first, const ulong stride, const ulong n, const ulong rows_end, \
+#define GPUAGG_DEFINE_SAMPLED_SKETCH(NAME, LOAD, RAISE, ...) \
+__kernel void NAME(__VA_ARGS__, const ulong first, const ulong stride, const ulong n, const ulong rows_end, \
                    const uint sampled, __global uint* regs, __global ulong* restrict counts, \
                    __local uint* restrict scratch) { \
   __global const uint* cached = regs; \
@@ -92,8 +92,8 @@ __kernel void NAME(INPUT_PARAMS, const ulong first, const ulong stride, const ul
     atom_add(counts + 1, (ulong)scratch[1]); \
   } \
 }
-#define GPUAGG_DEFINE_SKETCH(NAME, INPUT_PARAMS, LOAD) \
-__kernel void NAME##_every(INPUT_PARAMS, const ulong first, const ulong n, __global uint* regs) { \
+#define GPUAGG_DEFINE_SKETCH(NAME, LOAD, ...) \
+__kernel void NAME##_every(__VA_ARGS__, const ulong first, const ulong n, __global uint* regs) { \
   __global const uint* cached = regs; \
   const ulong end = first + n; \
   for (ulong row = first + get_global_id(0); row < end; row += get_global_size(0)) { \
@@ -101,11 +101,13 @@ __kernel void NAME##_every(INPUT_PARAMS, const ulong first, const ulong n, __glo
     if (cached[index] < rank) atomic_max(regs + index, rank); \
   } \
 } \
-GPUAGG_DEFINE_SAMPLED_SKETCH(NAME, INPUT_PARAMS, LOAD, GPUAGG_SKETCH_RAISE_WORD) \
-GPUAGG_DEFINE_SAMPLED_SKETCH(NAME##_bytes, INPUT_PARAMS, LOAD, GPUAGG_SKETCH_RAISE_BYTE)
-GPUAGG_DEFINE_SKETCH(gpuagg_sketch, KEY_PARAMS, KEY_LOAD)
+GPUAGG_DEFINE_SAMPLED_SKETCH(NAME, LOAD, GPUAGG_SKETCH_RAISE_WORD, __VA_ARGS__) \
+GPUAGG_DEFINE_SAMPLED_SKETCH(NAME##_bytes, LOAD, GPUAGG_SKETCH_RAISE_BYTE, __VA_ARGS__)
+// The parameters come last: a key of several columns has several (commas a macro argument
+// passed on to another macro would split at).
+GPUAGG_DEFINE_SKETCH(gpuagg_sketch, KEY_LOAD, KEY_PARAMS)
 #define GPUAGG_WORD_LOAD(row) (words[row])
-GPUAGG_DEFINE_SKETCH(gpuagg_sketch_words, __global const KEY_T* restrict words, GPUAGG_WORD_LOAD)
+GPUAGG_DEFINE_SKETCH(gpuagg_sketch_words, GPUAGG_WORD_LOAD, __global const KEY_T* restrict words)
 )CLC"};
 
 /// gpuagg_sketch(KEY_PARAMS, first, stride, n, rows_end, sampled, regs, counts, scratch), and
