@@ -48,7 +48,8 @@ FILES = {
     "tuned_queries.csv": ("six queries sharing one winners file", "live-queries", "column"),
     "fill.csv": ("one query per SHARED configuration, every block", "fill", "column"),
     "fill_blocks.csv": ("the same, one row per block", "fill", "via fill.csv"),
-    "composite.csv": ("the default call and the oracle with two uint32 key columns, keys(a, b)", "composite",
+    "composite.csv": ("the default call and the oracle with two uint32 key columns, keys(a, b), spread over 32 bits "
+                      "(distribution uniform) and of narrow ranges (narrow)", "composite",
                       "column"),
     "scattered.csv": ("the default call and the oracle on one uint32 key column spread over 32 bits",
                       "scattered", "column"),
@@ -187,15 +188,18 @@ class DefaultRun:
         self.queries = defaultdict(list)  # (input, distribution, groups_log2, system, phase) -> rows
         for r in self.rows:
             self.queries[(r["input"], r["distribution"], int(r["groups_log2"]), r["system"], r["phase"])].append(r)
-        self.composite = defaultdict(list)  # groups_log2 -> warm rows of keys(a, b)
+        # (distribution, groups_log2) -> warm rows of keys(a, b): "uniform", columns spread over
+        # 32 bits; "narrow", columns of narrow ranges (groupby_bench --keys two-narrow)
+        self.composite = defaultdict(list)
         self.composite_oracle = defaultdict(list)
         for r in res.rows("composite.csv"):
             if r["phase"] == "warm" and self.rows_log2 is not None and \
                     round(math.log2(int(r["rows"]))) == self.rows_log2:
+                key = (r["distribution"], int(r["groups_log2"]))
                 if r["system"] == "default":
-                    self.composite[int(r["groups_log2"])].append(r)
+                    self.composite[key].append(r)
                 elif r["system"] == "oracle":
-                    self.composite_oracle[int(r["groups_log2"])].append(r)
+                    self.composite_oracle[key].append(r)
         self.scattered = defaultdict(list)  # (system, groups_log2) -> warm rows, keys spread over 32 bits
         for r in res.rows("scattered.csv"):
             if r["phase"] == "warm" and self.rows_log2 is not None and \
@@ -375,9 +379,12 @@ def targets(run):
             out.append((t5, f"{dist} 2^{g}", f"input {signed_bytes(held)}",
                         f"<= input + {signed_bytes(bound)[2:]}", "pass" if held <= bound else "FAIL"))
     t6 = "6. two key columns >= 0.8x one"
-    for g in (10, 16, 20, 24):
-        ratio_row(t6, f"uniform 2^{g}", run.rate(run.composite.get(g, [])),
-                  run.rate(run.get("device", "uniform", g, "default")), 0.8, rates)
+    for dist, label in (("uniform", "spread columns"), ("narrow", "narrow columns")):
+        if dist == "narrow" and not any(d == dist for d, _ in run.composite):
+            continue
+        for g in (10, 16, 20, 24):
+            ratio_row(t6, f"{label} 2^{g}", run.rate(run.composite.get((dist, g), [])),
+                      run.rate(run.get("device", "uniform", g, "default")), 0.8, rates)
     t7 = "7. TPC-H Q1, SF 100"
     dev = run.tpch.get((100, "device"), [])
     if dev:
@@ -396,14 +403,16 @@ def targets(run):
     return out
 
 
-def table_composite(run):
-    if not run.composite:
+def table_composite(run, dist="uniform"):
+    gs = sorted(g for d, g in run.composite if d == dist)
+    if not gs:
         return None
     out = []
-    for g in sorted(run.composite):
-        two, one = run.composite[g], run.get("device", "uniform", g, "default")
+    for g in gs:
+        two, one = run.composite[(dist, g)], run.get("device", "uniform", g, "default")
         scattered = run.scattered.get(("default", g), [])
-        r2, r1, ro, rs = run.rate(two), run.rate(one), run.rate(run.composite_oracle.get(g, [])), run.rate(scattered)
+        r2, r1, ro, rs = (run.rate(two), run.rate(one), run.rate(run.composite_oracle.get((dist, g), [])),
+                          run.rate(scattered))
         out.append([f"2^{g}", two[0]["groups"], run.plan(two), fmt(r2), fmt(run.best(two)), fmt(ro),
                     fmt(r2 / ro) if ro and r2 else "-", fmt(r1), fmt(r2 / r1) if r1 and r2 else "-", fmt(rs),
                     fmt(r2 / rs) if rs and r2 else "-", fmt(median([float(r["estimate_ratio"]) for r in two]))])
@@ -1006,6 +1015,7 @@ def make_tables(res):
         "skew": lambda: table_inputs(run, ["device"], ["zipf", "heavy", "sorted"], False),
         "host": lambda: table_inputs(run, ["pinned", "pageable"], ["uniform"], True),
         "composite": lambda: table_composite(run),
+        "composite-narrow": lambda: table_composite(run, "narrow"),
         "scattered": lambda: table_scattered(run),
         "wide": lambda: table_wide(run),
         "multi-device": lambda: table_multi_device(res),
@@ -1028,7 +1038,7 @@ def make_tables(res):
     for name, make in makers.items():
         text = make()
         parts = {"default": "uniform, peers", "cold": "cold", "skew": "skew", "host": "host",
-                 "composite": "composite", "scattered": "scattered", "tpch": "tpch", "tpch-pyarrow": "tpch",
+                 "composite": "composite", "composite-narrow": "composite", "scattered": "scattered", "tpch": "tpch", "tpch-pyarrow": "tpch",
                  "baselines": "baselines", "values": "values", "space": "space", "bounds": "profile",
                  "replay": "replay", "replay-all": "replay", "ablation": "replay", "live": "live, live-filled", "queries": "live-queries",
                  "fill": "fill"}
