@@ -104,6 +104,9 @@ std::uint64_t narrow_pair_key(std::uint64_t k, unsigned groups_log2) {
   return (k >> low) << 32 | (k & ((std::uint64_t{1} << low) - 1));
 }
 
+/// Whether --keys gives keys(a, b) of two uint32 columns (two, two-narrow).
+bool pair_columns(const settings& s) { return s.keys == "two" || s.keys == "two-narrow"; }
+
 /// --keys scattered: group k's key, MurmurHash3's fmix32 of k (a bijection): keys spread over
 /// the whole 32-bit range as identifiers and hashed values are, which collide in a hash table
 /// where the draw's dense range [0, 2^k) does not (multiply-shift gives each its own bucket).
@@ -237,7 +240,7 @@ dataset make_dataset(context& ctx, const settings& s, unsigned groups_log2) {
       std::copy(d.keys64.begin(), d.keys64.end(), d.keys64_pinned.data());
     }
   }
-  if (s.keys == "two" || narrow) {
+  if (pair_columns(s)) {
     d.keys2.resize(d.rows);
     for (std::size_t i = 0; i < d.rows; ++i) {
       const std::uint64_t pair = pair_of(d.keys[i]);
@@ -417,7 +420,7 @@ run timed_single_query(context& ctx, const dataset& d, const settings& s, const 
 
 /// The user's call on this input kind, timed and verified.
 run timed_query(context& ctx, const dataset& d, const settings& s, const options& opts) {
-  if (s.keys == "two" || s.keys == "two-narrow") return timed_pair_query(ctx, d, s, opts);
+  if (pair_columns(s)) return timed_pair_query(ctx, d, s, opts);
   if (s.keys == "wide") return timed_wide_query(ctx, d, s, opts);
   if (s.keys == "one64") return timed_single_query(ctx, d, s, opts, d.keys64, d.keys64_pinned, d.keys64_dev);
   return timed_single_query(ctx, d, s, opts, d.keys, d.keys_pinned, d.keys_dev);
@@ -588,7 +591,7 @@ int main(int argc, char** argv) {
             [p = std::shared_ptr(std::move(probe))](const execution_params& e) { return p->feasible(e); });
       };
       const auto feasible =
-          s.keys == "two" || s.keys == "two-narrow" ? feasible_on(make_driver(keys(probe_u32, probe_u32), probe_u32, the_query, hinted))
+          pair_columns(s)     ? feasible_on(make_driver(keys(probe_u32, probe_u32), probe_u32, the_query, hinted))
           : s.keys == "one64" ? feasible_on(make_driver(probe_u64, probe_u32, the_query, hinted))
                               : feasible_on(make_driver(probe_u32, probe_u32, the_query, hinted));
       std::optional<execution_params> best;

@@ -395,9 +395,9 @@ TEST_CASE("the strided sketch takes byte registers only where the sample bounds 
 TEST_CASE_TEMPLATE("the device's sketches are the host's, register for register", Key, std::uint32_t, std::int64_t) {
   // Queries of 2^20 rows with no hint: uniform keys run stage 2 on the device over every row
   // (2^20 <= 2^22 sketched rows, the sampled kernel), heavy-hitter keys over 1,024 groups the
-  // same with byte registers (their sample bounds the groups below 2^13); zipf keys show a power law in the key
-  // sample and go to the sketch of every row (gpuagg_sketch_every). Each estimate must equal
-  // the host sketch's of the same keys.
+  // same with byte registers (their sample bounds the groups below 2^13); zipf keys show a
+  // power law in the key sample and go to the sketch of every row (gpuagg_sketch_every). Each
+  // estimate must equal the host sketch's of the same keys.
   const std::uint64_t seed = fresh_seed();
   CAPTURE(seed);
   std::mt19937_64 rng(seed);

@@ -74,8 +74,9 @@ inline constexpr double estimate_tolerance = 0.02;
 
 // ---- HyperLogLog ---------------------------------------------------------------------------
 
-/// 2^14 registers: a relative standard error of 1.04 / 128 = 0.8%, and 16 KiB of byte
-/// registers on the device (they stay in the L2 while every row updates one).
+/// 2^14 registers: a relative standard error of 1.04 / 128 = 0.8%, and 64 KiB of 32-bit
+/// registers on the device, 16 KiB where they are bytes (byte_sketch_registers); they stay in
+/// the L2 while every row updates one.
 inline constexpr unsigned sketch_precision = 14;
 inline constexpr std::size_t sketch_registers = std::size_t{1} << sketch_precision;
 

@@ -128,7 +128,7 @@ detail::host_sketch aggregation_driver<Bound>::sketch_on_device(const std::vecto
   constexpr std::size_t registers = detail::sketch_registers;
   const bool every_row = stride == 1 && !sampled;
   const bool bytes = byte_registers && !every_row;
-  const std::uint64_t register_bytes = bytes ? 2 * registers : (every_row ? 1 : 2) * registers * sizeof(cl_uint);
+  const std::uint64_t register_bytes = (every_row ? 1 : 2) * registers * (bytes ? 1 : sizeof(cl_uint));
   const cl::Buffer sketch_registers = allocate(register_bytes, "the group estimate's sketches");
   const cl::Buffer sketch_counts =
       every_row ? cl::Buffer() : allocate(2 * sizeof(cl_ulong), "the group estimate's counts");

@@ -98,7 +98,7 @@ __kernel void NAME##_every(__VA_ARGS__, const ulong first, const ulong n, __glob
   const ulong end = first + n; \
   for (ulong row = first + get_global_id(0); row < end; row += get_global_size(0)) { \
     GPUAGG_SKETCH_SLOT(LOAD(row)) \
-    if (cached[index] < rank) atomic_max(regs + index, rank); \
+    GPUAGG_SKETCH_RAISE_WORD(index, rank) \
   } \
 } \
 GPUAGG_DEFINE_SAMPLED_SKETCH(NAME, LOAD, GPUAGG_SKETCH_RAISE_WORD, __VA_ARGS__) \
