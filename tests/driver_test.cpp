@@ -165,10 +165,11 @@ TEST_CASE("device input: the key sample is read from the columns at their offset
       CHECK(profile.frequent_counts.size() == expected.frequent.size());
       // The first stage decides from the sample's frequencies: the same as the host's sample.
       const auto from_sample =
-          detail::estimate_from_frequencies(expected.sample_size, expected.distinct, expected.once, expected.twice, rows);
+          detail::estimate_from_frequencies(expected.sample_size, expected.distinct, expected.once, expected.twice, rows,
+                                            detail::power_law_sample(expected.frequent));
       REQUIRE(from_sample.has_value());
       CHECK(driver->stats().estimate_source == estimate_source::sample);
-      CHECK(driver->stats().expected_groups == std::max<std::uint64_t>(*from_sample, 1));
+      CHECK(driver->stats().expected_groups == std::max<std::uint64_t>(from_sample->groups, 1));
 
       // What group_by holds on the device: its table, a spill area of a quarter of it, its
       // counters and the result; less than twice the table.
@@ -180,7 +181,7 @@ TEST_CASE("device input: the key sample is read from the columns at their offset
 }
 
 TEST_CASE("device input: the estimate's sketches are held only while they run") {
-  // A heavy hitter over 1,024 groups: the sample's frequencies do not decide, so the strided
+  // A heavy hitter over 4,096 groups: the sample's frequencies do not decide, so the strided
   // sketch runs on the device. Its registers (32 KiB of bytes) go back to the pool before the
   // table is made, so the query holds at most twice its table, as one the sample decides does.
   const auto seed = fresh_seed();
@@ -188,7 +189,7 @@ TEST_CASE("device input: the estimate's sketches are held only while they run") 
   std::mt19937_64 rng(seed);
   context& c = ctx();
   const std::size_t rows = std::size_t{1} << 20;
-  const auto in = make_input(rows, 1'024, distribution::heavy_hitter, rng);
+  const auto in = make_input(rows, 4'096, distribution::heavy_hitter, rng);
   cl::Buffer k(c.cl_context(), CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, rows * 8,
                const_cast<std::uint64_t*>(in.keys.data()));
   cl::Buffer v(c.cl_context(), CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, rows * 8,

@@ -87,6 +87,27 @@ staged_estimate estimate_like_the_driver(const std::vector<std::uint32_t>& keys,
                                   host_input);
 }
 
+/// The estimate the driver makes of device input whose key words are `words`, from the host's
+/// sketches: its key sample (every (rows / 16 Ki)-th row and its right neighbour), then the
+/// stages with sketches of the same rows the device sketches.
+staged_estimate device_estimate_on_the_host(const std::vector<std::uint64_t>& words) {
+  const std::uint64_t rows = words.size();
+  const std::uint64_t n = std::min<std::uint64_t>(rows, 1u << 14);
+  std::vector<std::uint64_t> sampled(n), next(n);
+  for (std::uint64_t i = 0; i < n; ++i) {
+    sampled[i] = words[i * (rows / n)];
+    next[i] = words[std::min(i * (rows / n) + 1, rows - 1)];
+  }
+  const auto profile =
+      detail::profile_sample(std::span<const std::uint64_t>(sampled), std::span<const std::uint64_t>(next));
+  return detail::estimate_in_stages(
+      profile, rows, false,
+      [&](std::uint64_t stride, std::uint64_t count, bool) {
+        return detail::sketch_host_keys(words.data(), rows, stride, count, 2);
+      },
+      [&] { return detail::sketch_host_keys(words.data(), rows, 1, rows, 2); });
+}
+
 }  // namespace
 
 TEST_CASE("the sketch: within 3% of the exact distinct count from 0 to 2^22 keys, and 0 for nothing") {
@@ -118,16 +139,41 @@ TEST_CASE("the sketch's hash: the OpenCL text carries the host's constants") {
   CHECK(detail::sketch_hash(0) != 0);
 }
 
-TEST_CASE("stage 1: Chao1 where the sample has seen nearly every group, nothing where it cannot tell") {
-  // Every key seen at least three times: the sample's distinct count.
-  CHECK(detail::estimate_from_frequencies(16384, 1000, 0, 0, 1u << 27) == 1000u);
-  // A fifth seen once: Chao1 adds f1 (f1 - 1) / (2 (f2 + 1)).
-  CHECK(detail::estimate_from_frequencies(16384, 1000, 200, 99, 1u << 27) == 1000u + 200u * 199u / 200u);
-  // More than a fifth seen once: no estimate.
-  CHECK_FALSE(detail::estimate_from_frequencies(16384, 1000, 201, 100, 1u << 27).has_value());
+TEST_CASE("stage 1: Chao1 where the sample has seen nearly every group or its error is small, nothing where it cannot tell") {
+  const auto from = [](std::uint64_t sample, std::uint64_t distinct, std::uint64_t once, std::uint64_t twice,
+                       std::uint64_t rows, bool power_law = false) {
+    return detail::estimate_from_frequencies(sample, distinct, once, twice, rows, power_law);
+  };
+  // Every key seen at least three times: the sample's distinct count, no error.
+  REQUIRE(from(16384, 1000, 0, 0, 1u << 27).has_value());
+  CHECK(from(16384, 1000, 0, 0, 1u << 27)->groups == 1000u);
+  CHECK(from(16384, 1000, 0, 0, 1u << 27)->relative_error == 0);
+  // A fifth seen once: Chao1 adds f1 (f1 - 1) / (2 (f2 + 1)), whatever f2.
+  CHECK(from(16384, 1000, 200, 9, 1u << 27)->groups == 1000u + 200u * 199u / 20u);
+  CHECK(from(16384, 1000, 200, 9, 1u << 27, true)->groups == 1000u + 200u * 199u / 20u);
+  // More than a fifth seen once, f2 = 100: Chao1 = 1000 + 201 * 200 / 202 = 1,199.01 (1,200
+  // groups, rounded up), Chao's variance 100 (2.01^4 / 4 + 2.01^3 + 2.01^2 / 2) = 1,422, a
+  // relative error of 3.1%.
+  const auto precise = from(16384, 1000, 201, 100, 1u << 27);
+  REQUIRE(precise.has_value());
+  CHECK(precise->groups == 1200u);
+  CHECK(precise->relative_error == doctest::Approx(std::sqrt(1422.2) / 1199.01).epsilon(0.01));
+  // The same frequencies from a power law's sample, or with too few keys seen twice: nothing.
+  CHECK_FALSE(from(16384, 1000, 201, 100, 1u << 27, true).has_value());
+  CHECK_FALSE(from(16384, 1000, 201, 63, 1u << 27).has_value());
+  // Equally likely groups, a 16 Ki-key sample's expected frequencies: at 2^16 groups (d 14,497,
+  // f1 12,760, f2 1,595) Chao1 decides within its error; at 2^20 (d 16,256, f1 16,128, f2 127)
+  // its error is far above the bound.
+  const auto g16 = from(16384, 14'497, 12'760, 1'595, 1u << 27);
+  REQUIRE(g16.has_value());
+  CHECK(double(g16->groups) == doctest::Approx(65536.0).epsilon(0.02));
+  CHECK(g16->relative_error > 0.015);
+  CHECK(g16->relative_error < 0.025);
+  CHECK_FALSE(from(16384, 16'256, 16'128, 127, 1u << 27).has_value());
   // The sample is the input: its distinct count, exactly.
-  CHECK(detail::estimate_from_frequencies(500, 400, 399, 1, 500) == 400u);
-  CHECK_FALSE(detail::estimate_from_frequencies(0, 0, 0, 0, 100).has_value());
+  CHECK(from(500, 400, 399, 1, 500)->groups == 400u);
+  CHECK_FALSE(from(0, 0, 0, 0, 100).has_value());
+  CHECK(detail::chao1_variance(10, 0) == std::numeric_limits<double>::infinity());
 }
 
 TEST_CASE("stage 2: the equally-likely fit, accepted only when both sample sizes agree with it") {
@@ -188,8 +234,15 @@ TEST_CASE("the staged estimate is within 2x of the true groups on uniform, zipf,
       CAPTURE(truth);
       CHECK(double(estimate.groups) >= truth / 2);
       CHECK(double(estimate.groups) <= truth * 2);
-      // Few groups are decided by the cheapest stage.
-      if (log2 <= 8) CHECK(estimate.source == estimate_source::sample);
+      // Few groups are decided by the cheapest stage, and so are equally likely groups up to
+      // 2^16 (Chao1's error about 2%).
+      if (log2 <= 8 || (d == distribution::uniform && log2 <= 16)) {
+        CHECK(estimate.source == estimate_source::sample);
+      }
+      if (estimate.source == estimate_source::sample && estimate.relative_error > 0) {
+        CHECK(estimate.relative_error <= detail::sample_max_relative_error);
+        CHECK(std::abs(double(estimate.groups) / truth - 1.0) <= 4 * estimate.relative_error);
+      }
     }
   }
 }
@@ -393,11 +446,12 @@ TEST_CASE("the strided sketch takes byte registers only where the sample bounds 
 }
 
 TEST_CASE_TEMPLATE("the device's sketches are the host's, register for register", Key, std::uint32_t, std::int64_t) {
-  // Queries of 2^20 rows with no hint: uniform keys run stage 2 on the device over every row
-  // (2^20 <= 2^22 sketched rows, the sampled kernel), heavy-hitter keys over 1,024 groups the
-  // same with byte registers (their sample bounds the groups below 2^13); zipf keys show a
+  // Queries of 2^20 rows with no hint: uniform keys over 500,000 groups (too many for the key
+  // sample's Chao1 to decide) run stage 2 on the device over every row (2^20 <= 2^22 sketched
+  // rows, the sampled kernel), heavy-hitter keys over 4,096 groups the same with byte registers
+  // (their sample bounds the groups below 2^13, but not within stage 1's error); zipf keys show a
   // power law in the key sample and go to the sketch of every row (gpuagg_sketch_every). Each
-  // estimate must equal the host sketch's of the same keys.
+  // estimate must equal the one the host's sketches of the same rows give.
   const std::uint64_t seed = fresh_seed();
   CAPTURE(seed);
   std::mt19937_64 rng(seed);
@@ -412,8 +466,8 @@ TEST_CASE_TEMPLATE("the device's sketches are the host's, register for register"
     std::size_t groups;
     estimate_source source;
   };
-  for (const auto& c : {sketch_case{distribution::uniform, 40'000, estimate_source::sketch},
-                        sketch_case{distribution::heavy_hitter, 1'024, estimate_source::sketch},
+  for (const auto& c : {sketch_case{distribution::uniform, 500'000, estimate_source::sketch},
+                        sketch_case{distribution::heavy_hitter, 4'096, estimate_source::sketch},
                         sketch_case{distribution::zipf, 60'000, estimate_source::full_sketch}}) {
     const std::string distribution_shown = name(c.keys);
     CAPTURE(distribution_shown);
@@ -424,17 +478,19 @@ TEST_CASE_TEMPLATE("the device's sketches are the host's, register for register"
     const auto r = group_by(device_column<Key>(keys_dev, rows), device_column<std::int32_t>(values_dev, rows),
                             select(count()));
     REQUIRE(r.size() == exact_distinct(keys));
-    const auto host = detail::sketch_host_keys(keys.data(), rows, 1, rows, 2);
+    std::vector<std::uint64_t> words(rows);
+    for (std::size_t i = 0; i < rows; ++i) words[i] = static_cast<std::make_unsigned_t<Key>>(keys[i]);
+    const auto host = device_estimate_on_the_host(words);
     CHECK(r.stats.estimate_source == c.source);
-    CHECK(r.stats.expected_groups ==
-          static_cast<std::uint64_t>(std::llround(std::max(detail::sketch_estimate(host.registers), 1.0))));
+    CHECK(host.source == c.source);
+    CHECK(r.stats.expected_groups == host.groups);
   }
 }
 
 TEST_CASE("the device's sketches of a key of two columns are the host's of its packed words") {
   // keys(a, b) of two uint32 columns: the sketch kernels take the key's columns as several
-  // parameters, and hash the packed word a << 32 | b. Uniform keys run the 32-bit registers,
-  // heavy-hitter keys over 1,024 groups the byte registers.
+  // parameters, and hash the packed word a << 32 | b. Uniform keys over 500,000 groups run the
+  // 32-bit registers, heavy-hitter keys over 4,096 groups the byte registers.
   const std::uint64_t seed = fresh_seed();
   CAPTURE(seed);
   std::mt19937_64 rng(seed);
@@ -444,8 +500,8 @@ TEST_CASE("the device's sketches of a key of two columns are the host's of its p
   cl::Buffer b_dev = ctx().buffer(rows * 4, "b");
   cl::Buffer values_dev = ctx().buffer(rows * 4, "values");
   REQUIRE(ctx().compute_queue().enqueueWriteBuffer(values_dev, CL_TRUE, 0, rows * 4, values.data()) == CL_SUCCESS);
-  for (const auto& [d, groups] : {std::pair{distribution::uniform, std::size_t{40'000}},
-                                  std::pair{distribution::heavy_hitter, std::size_t{1'024}}}) {
+  for (const auto& [d, groups] : {std::pair{distribution::uniform, std::size_t{500'000}},
+                                  std::pair{distribution::heavy_hitter, std::size_t{4'096}}}) {
     const std::string distribution_shown = name(d);
     CAPTURE(distribution_shown);
     const auto words = draw_keys(key_dictionary<std::uint64_t>(groups, rng), rows, d, rng);
@@ -459,10 +515,10 @@ TEST_CASE("the device's sketches of a key of two columns are the host's of its p
     const auto r = group_by(keys(device_column<std::uint32_t>(a_dev, rows), device_column<std::uint32_t>(b_dev, rows)),
                             device_column<std::int32_t>(values_dev, rows), select(count()));
     REQUIRE(r.size() == exact_distinct(words));
-    const auto host = detail::sketch_host_keys(words.data(), rows, 1, rows, 2);
+    const auto host = device_estimate_on_the_host(words);
     CHECK(r.stats.estimate_source == estimate_source::sketch);
-    CHECK(r.stats.expected_groups ==
-          static_cast<std::uint64_t>(std::llround(std::max(detail::sketch_estimate(host.registers), 1.0))));
+    CHECK(host.source == estimate_source::sketch);
+    CHECK(r.stats.expected_groups == host.groups);
   }
 }
 

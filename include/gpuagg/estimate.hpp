@@ -4,8 +4,9 @@
 // Pure host code (no OpenCL): the driver gathers the evidence on the device or the host and
 // these functions decide. Three stages, each run only when the one before cannot decide, so the
 // cost follows the query's own cost (few groups: a fast query and a cheap estimate):
-//   1. the key sample's frequencies (16 Ki keys): when it has seen nearly every group (few keys
-//      seen once), Chao1's estimate from them;
+//   1. the key sample's frequencies (16 Ki keys): Chao1's estimate from them when the sample has
+//      seen nearly every group (few keys seen once), or when Chao's variance gives it a small
+//      error and the sample shows no power law;
 //   2. two HyperLogLog sketches of a large strided sample (every sampled row, and every fourth),
 //      fitted by the number of distinct keys a sample of n rows draws from G equally likely
 //      groups, G (1 - e^{-n/G}), after the sample's frequent keys are set aside; accepted when
@@ -241,18 +242,51 @@ struct frequent_keys_summary {
   double share = 0;        ///< the share of the sample's rows they hold
 };
 
+/// Stage 1's estimate and its relative standard error (0 where the sample has seen nearly every
+/// group, or is the input).
+struct frequency_estimate {
+  std::uint64_t groups = 0;
+  double relative_error = 0;
+};
+
+/// The relative standard error up to which stage 1 takes Chao1 from a sample that has not seen
+/// nearly every group: a plan allows 2.5 of them (plan/table_size.hpp). A 16 Ki-key sample of
+/// equally likely groups has about 2% at 2^16 groups, 2.9% at 2^17 and 4.3% at 2^18; of 90% one
+/// hot key over 2^10 others about 2.9%. Where it decides, the strided sketch would only have
+/// added its own cost; the bound lies between the powers of four the benchmarks run, so that a
+/// query's stage does not flip between runs.
+inline constexpr double sample_max_relative_error = 0.035;
+/// The fewest keys seen twice whose count Chao's variance trusts.
+inline constexpr std::uint64_t sample_min_twice = 64;
+
+/// Chao's variance of Chao1 (Chao 1987): f2 (r^4 / 4 + r^3 + r^2 / 2), r = f1 / f2.
+inline double chao1_variance(std::uint64_t once, std::uint64_t twice) {
+  if (twice == 0) return std::numeric_limits<double>::infinity();
+  const double r = double(once) / double(twice);
+  return double(twice) * (r * r * r * r / 4 + r * r * r + r * r / 2);
+}
+
 /// Stage 1: from the sample's frequencies (n rows, d distinct, f1 keys seen once, f2 seen
-/// twice), Chao1's bias-corrected estimate d + f1 (f1 - 1) / (2 (f2 + 1)) when the sample has
-/// seen nearly every group: at most a fifth of its keys seen once (for equally likely groups,
-/// about 3 rows per group). Otherwise nothing: the sample cannot tell.
-inline std::optional<std::uint64_t> estimate_from_frequencies(std::uint64_t sample_rows, std::uint64_t distinct,
-                                                              std::uint64_t once, std::uint64_t twice,
-                                                              std::uint64_t rows) {
+/// twice), Chao1's bias-corrected estimate d + f1 (f1 - 1) / (2 (f2 + 1)):
+///   - where the sample has seen nearly every group: at most a fifth of its keys seen once (for
+///     equally likely groups, about 3 rows per group);
+///   - or where Chao's variance puts its relative standard error at most
+///     sample_max_relative_error, and the sample shows no power law (`power_law`:
+///     power_law_sample), on which Chao1, a lower bound, falls far short: zipf keys' samples have
+///     as small an error and Chao1 finds a tenth to a half of their groups.
+/// Otherwise nothing: the sample cannot tell.
+inline std::optional<frequency_estimate> estimate_from_frequencies(std::uint64_t sample_rows, std::uint64_t distinct,
+                                                                   std::uint64_t once, std::uint64_t twice,
+                                                                   std::uint64_t rows, bool power_law = false) {
   if (sample_rows == 0) return std::nullopt;
-  if (sample_rows >= rows) return distinct;
-  if (5 * once > distinct) return std::nullopt;
+  if (sample_rows >= rows) return frequency_estimate{distinct, 0};
   const double chao1 = double(distinct) + double(once) * double(once > 0 ? once - 1 : 0) / (2.0 * double(twice + 1));
-  return static_cast<std::uint64_t>(std::clamp(std::ceil(chao1), double(distinct), double(rows)));
+  const auto groups = static_cast<std::uint64_t>(std::clamp(std::ceil(chao1), double(distinct), double(rows)));
+  if (5 * once <= distinct) return frequency_estimate{groups, 0};
+  if (power_law || twice < sample_min_twice) return std::nullopt;
+  const double relative_error = std::sqrt(chao1_variance(once, twice)) / chao1;
+  if (relative_error > sample_max_relative_error) return std::nullopt;
+  return frequency_estimate{groups, relative_error};
 }
 
 /// Whether the strided sample's sketches take byte registers (32 KiB of device memory) instead
@@ -448,9 +482,9 @@ struct staged_estimate {
 template <class Profile, class Sketch, class SketchEvery>
 staged_estimate estimate_in_stages(const Profile& profile, std::uint64_t rows, bool host_input, const Sketch& sketch,
                                    const SketchEvery& sketch_every) {
-  if (const auto groups =
-          estimate_from_frequencies(profile.sample_size, profile.distinct, profile.once, profile.twice, rows)) {
-    return {std::max<std::uint64_t>(*groups, 1), estimate_source::sample};
+  if (const auto from_sample = estimate_from_frequencies(profile.sample_size, profile.distinct, profile.once,
+                                                         profile.twice, rows, power_law_sample(profile.frequent))) {
+    return {std::max<std::uint64_t>(from_sample->groups, 1), estimate_source::sample, from_sample->relative_error};
   }
   if (rows == 0) return {1, estimate_source::sample};
   const auto frequent = profile.frequent_summary();
