@@ -20,7 +20,8 @@
 // columns, two 64-bit bijections of k: 128 bits, the key dictionary's path (wide_keys.hpp;
 // default system only).
 // Phases: `first` is the first query of its shape in a process that ran other shapes before;
-// `warm` queries follow it; `cold` (--cold) is the process's first query, timed alone, after
+// `warm` queries follow it (with --interleave after the oracle's sweep, one of each system's in
+// turn); `cold` (--cold) is the process's first query, timed alone, after
 // which the program exits (the suite script runs it in a fresh process, with empty and with
 // warm on-disk caches).
 // Wall time is the host's clock around the call; kernel time the profiled kernels of the
@@ -65,6 +66,7 @@ struct settings {
   unsigned sweep_reps = 2;
   std::string sweep = "full";
   bool cold = false;
+  bool interleave = false;
   std::string phase = "cold";
   std::string csv;
   std::string sweep_csv;
@@ -534,6 +536,9 @@ int main(int argc, char** argv) {
   app.add_option("--sweep-reps", s.sweep_reps, "timed queries per configuration of the oracle's sweep");
   app.add_option("--sweep", s.sweep, "the oracle's configurations: full | quick | W:4x256,S:64x256,...");
   app.add_flag("--cold", s.cold, "time only the process's first query (default system), then exit");
+  app.add_flag("--interleave", s.interleave,
+               "time the default's and the oracle's queries alternately, after the oracle's sweep (host input: "
+               "the host's copy rate drifts between the two systems' turns)");
   app.add_option("--phase", s.phase, "the cold query's label in the CSV (e.g. cold-empty, cold-disk)");
   app.add_option("--csv", s.csv, "CSV of every measured query (appended)");
   app.add_option("--sweep-csv", s.sweep_csv, "CSV of the oracle's sweep: every configuration's median (appended)");
@@ -572,11 +577,15 @@ int main(int argc, char** argv) {
     if (want_default) {
       // The first query of this shape in the process (not its first query: that is --cold).
       out.add(s, d, log2, "default", "first", 0, timed_query(ctx, d, s, {}));
-      for (unsigned rep = 0; rep < s.reps; ++rep) {
-        const run r = timed_query(ctx, d, s, {});
-        out.add(s, d, log2, "default", "warm", rep, r);
-        default_walls.push_back(r.wall_seconds);
-      }
+    }
+    const auto default_rep = [&](unsigned rep) {
+      const run r = timed_query(ctx, d, s, {});
+      out.add(s, d, log2, "default", "warm", rep, r);
+      default_walls.push_back(r.wall_seconds);
+    };
+    const bool interleaved = s.interleave && want_default && want_oracle;
+    if (want_default && !interleaved) {
+      for (unsigned rep = 0; rep < s.reps; ++rep) default_rep(rep);
     }
     if (want_oracle) {
       // The sweep: every feasible configuration with the true group count as the hint.
@@ -627,10 +636,13 @@ int main(int argc, char** argv) {
         fixed.strategy = best->strategy;
         fixed.config = best->config;
         for (unsigned rep = 0; rep < s.reps; ++rep) {
+          if (interleaved) default_rep(rep);
           const run r = timed_query(ctx, d, s, fixed);
           out.add(s, d, log2, "oracle", "warm", rep, r);
           oracle_walls.push_back(r.wall_seconds);
         }
+      } else if (interleaved) {
+        for (unsigned rep = 0; rep < s.reps; ++rep) default_rep(rep);
       }
     }
     std::cout << "2^" << log2 << " (" << d.groups << " groups):";

@@ -215,12 +215,15 @@ fi
 if has host; then
   need groupby_bench
   # The host oracle sweeps the configurations that won on device input: on host input the
-  # transfer bounds the query, and a full sweep would take minutes a group count.
+  # transfer bounds the query, and a full sweep would take minutes a group count. The two
+  # systems' timed queries alternate (--interleave): the same query's host copy took 22 to 57 ms
+  # on pageable memory within one run, drifting over seconds, and turns of one system each
+  # compared the drift.
   host_sweep="W:4x256,W:8x256,W:16x128,S:16x256,S:64x256,S:128x256,S:256x64,S:8x64"
   for input in pinned pageable; do
     rm -f "$tmp/h.csv"
     step 250 "host_$input" "$bench" --rows-log2 "$rows" --groups-log2 "$five" --input "$input" --sweep "$host_sweep" \
-      --reps 3 --csv "$tmp/h.csv"
+      --reps 5 --interleave --csv "$tmp/h.csv"
     merge default.csv $default_key "$tmp/h.csv"
   done
 fi
