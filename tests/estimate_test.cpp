@@ -46,13 +46,16 @@ std::vector<std::uint32_t> dense_keys(std::size_t rows, std::uint64_t groups, di
 /// standing in for the device's (they agree register for register, tested below).
 using detail::staged_estimate;
 /// The driver's key sample profiled: 16 Ki keys (fewer for fewer rows) evenly strided over
-/// `rows` rows, `key_of(row)` being row `row`'s key word.
+/// `rows` rows and their right neighbours, `key_of(row)` being row `row`'s key word.
 template <class KeyOf>
 detail::sample_profile profile_like_the_driver(const KeyOf& key_of, std::uint64_t rows) {
   const std::uint64_t n = std::min<std::uint64_t>(rows, 1u << 14);
-  std::vector<std::uint32_t> sample(n);
-  for (std::uint64_t i = 0; i < n; ++i) sample[i] = static_cast<std::uint32_t>(key_of(i * (rows / n)));
-  return detail::profile_sample(sample);
+  std::vector<std::uint64_t> sample(n), next(n);
+  for (std::uint64_t i = 0; i < n; ++i) {
+    sample[i] = key_of(i * (rows / n));
+    next[i] = key_of(std::min(i * (rows / n) + 1, rows - 1));
+  }
+  return detail::profile_sample(std::span<const std::uint64_t>(sample), std::span<const std::uint64_t>(next));
 }
 
 /// How often the stages asked for a strided sketch and for the sketch of every row.
@@ -85,27 +88,6 @@ staged_estimate estimate_like_the_driver(const KeyOf& key_of, std::uint64_t rows
 staged_estimate estimate_like_the_driver(const std::vector<std::uint32_t>& keys, bool host_input) {
   return estimate_like_the_driver([&keys](std::uint64_t row) { return std::uint64_t{keys[row]}; }, keys.size(),
                                   host_input);
-}
-
-/// The estimate the driver makes of device input whose key words are `words`, from the host's
-/// sketches: its key sample (every (rows / 16 Ki)-th row and its right neighbour), then the
-/// stages with sketches of the same rows the device sketches.
-staged_estimate device_estimate_on_the_host(const std::vector<std::uint64_t>& words) {
-  const std::uint64_t rows = words.size();
-  const std::uint64_t n = std::min<std::uint64_t>(rows, 1u << 14);
-  std::vector<std::uint64_t> sampled(n), next(n);
-  for (std::uint64_t i = 0; i < n; ++i) {
-    sampled[i] = words[i * (rows / n)];
-    next[i] = words[std::min(i * (rows / n) + 1, rows - 1)];
-  }
-  const auto profile =
-      detail::profile_sample(std::span<const std::uint64_t>(sampled), std::span<const std::uint64_t>(next));
-  return detail::estimate_in_stages(
-      profile, rows, false,
-      [&](std::uint64_t stride, std::uint64_t count, bool) {
-        return detail::sketch_host_keys(words.data(), rows, stride, count, 2);
-      },
-      [&] { return detail::sketch_host_keys(words.data(), rows, 1, rows, 2); });
 }
 
 }  // namespace
@@ -478,9 +460,9 @@ TEST_CASE_TEMPLATE("the device's sketches are the host's, register for register"
     const auto r = group_by(device_column<Key>(keys_dev, rows), device_column<std::int32_t>(values_dev, rows),
                             select(count()));
     REQUIRE(r.size() == exact_distinct(keys));
-    std::vector<std::uint64_t> words(rows);
-    for (std::size_t i = 0; i < rows; ++i) words[i] = static_cast<std::make_unsigned_t<Key>>(keys[i]);
-    const auto host = device_estimate_on_the_host(words);
+    const auto host = estimate_like_the_driver(
+        [&keys](std::uint64_t row) { return std::uint64_t{static_cast<std::make_unsigned_t<Key>>(keys[row])}; }, rows,
+        false);
     CHECK(r.stats.estimate_source == c.source);
     CHECK(host.source == c.source);
     CHECK(r.stats.expected_groups == host.groups);
@@ -515,7 +497,7 @@ TEST_CASE("the device's sketches of a key of two columns are the host's of its p
     const auto r = group_by(keys(device_column<std::uint32_t>(a_dev, rows), device_column<std::uint32_t>(b_dev, rows)),
                             device_column<std::int32_t>(values_dev, rows), select(count()));
     REQUIRE(r.size() == exact_distinct(words));
-    const auto host = device_estimate_on_the_host(words);
+    const auto host = estimate_like_the_driver([&words](std::uint64_t row) { return words[row]; }, rows, false);
     CHECK(r.stats.estimate_source == estimate_source::sketch);
     CHECK(host.source == estimate_source::sketch);
     CHECK(r.stats.expected_groups == host.groups);
