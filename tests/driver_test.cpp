@@ -727,6 +727,49 @@ TEST_CASE("host input: pinned_array is copied without staging, large pageable bl
   }
 }
 
+TEST_CASE("host input: pinned columns' first blocks are copied before the estimate, and run as the plan's first blocks") {
+  const auto rng_seed = fresh_seed();
+  CAPTURE(rng_seed);
+  std::mt19937_64 rng(rng_seed);
+  // No hint: the set-up samples and estimates while the first blocks copy.
+  const auto in = make_input(700'001, 40'000, distribution::zipf, rng);
+  pinned_array<std::uint64_t> keys(ctx(), in.keys.size());
+  pinned_array<std::int64_t> vals(ctx(), in.vals.size());
+  std::copy(in.keys.begin(), in.keys.end(), keys.begin());
+  std::copy(in.vals.begin(), in.vals.end(), vals.begin());
+  options opts;
+  opts.block_bytes = std::size_t{1} << 20;  // blocks of 131,072 rows: 6 of them
+  SUBCASE("the window's blocks") {
+    for (const std::size_t window : {std::size_t{1}, std::size_t{2}, std::size_t{3}}) {
+      CAPTURE(window);
+      opts.blocks_in_flight = window;
+      const auto r = group_by(keys, vals, sum_count_min, opts);
+      check_equal(r, reference(in));
+      CHECK(r.stats.early_copies == window);
+      CHECK(r.stats.blocks.size() == 6);
+    }
+  }
+  SUBCASE("input shorter than the window") {
+    opts.block_bytes = std::size_t{8} << 20;
+    opts.blocks_in_flight = 3;
+    const auto r = group_by(keys, vals, sum_count_min, opts);
+    check_equal(r, reference(in));
+    CHECK(r.stats.early_copies == 1);
+  }
+  SUBCASE("the tuner's smaller slices take the slots: the early copies are overwritten, nothing lost") {
+    opts.tuning_block_bytes = std::size_t{1} << 18;
+    const auto r = group_by(keys, vals, sum_count_min, opts);
+    check_equal(r, reference(in));
+    CHECK(r.stats.early_copies == 0);
+  }
+  SUBCASE("a pageable column: no early copy") {
+    const std::span<const std::int64_t> pageable(in.vals);
+    const auto r = group_by(keys, pageable, sum_count_min, opts);
+    check_equal(r, reference(in));
+    CHECK(r.stats.early_copies == 0);
+  }
+}
+
 TEST_CASE("the sample profile: distinct keys, keys seen once and twice, the hottest key's share, frequent keys, the range") {
   const std::uint64_t seed = fresh_seed();
   CAPTURE(seed);

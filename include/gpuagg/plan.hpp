@@ -150,6 +150,12 @@ class query_planner {
   /// many as PARTITION's copy of a block keeps within half the table's bytes, 2^25 at least.
   std::size_t block_rows() const;
 
+  /// block_rows() and window() of host input, which follow the options and the columns' widths
+  /// alone, not the groups: the driver starts the first blocks' copies before it estimates the
+  /// groups, and they are the blocks the plan then runs.
+  static std::size_t host_block_rows(const query_shape& shape, const options& opts);
+  static std::size_t window(const options& opts) noexcept { return std::max<std::size_t>(opts.blocks_in_flight, 1); }
+
   /// Whether the spill area is sized for the table instead of for every row in flight: for a
   /// restartable query (input_profile::restartable) on device input. A row the table cannot
   /// take goes to the spill area; one that finds it full is dropped and the query marked, and
@@ -171,7 +177,7 @@ class query_planner {
   /// tuning there, not of residence); never more than block_rows.
   std::size_t tuning_block_rows() const;
 
-  std::size_t window() const noexcept { return std::max<std::size_t>(opts_.blocks_in_flight, 1); }
+  std::size_t window() const noexcept { return window(opts_); }
 
   // ---- which strategy and thread configuration (plan/strategy_choice.hpp) ---------------------
 

@@ -66,6 +66,9 @@ struct query_stats {
   /// its time is in wall_seconds, its other figures are those of the run that finished.
   unsigned spill_restarts = 0;
   std::vector<block_record> blocks;     ///< every AGGREGATE launch, in order
+  /// Host input: blocks whose copies to the device started before the set-up (sample, estimate,
+  /// plan) and ran as the plan's first blocks (aggregation_driver::start_first_copies).
+  unsigned early_copies = 0;
   double aggregate_seconds = 0;         ///< sum of profiled AGGREGATE times
   double partition_seconds = 0;         ///< sum of profiled PARTITION times (tables larger than the cache)
   double initialize_seconds = 0;

@@ -294,6 +294,11 @@ class aggregation_driver {
     std::vector<std::uint64_t> pinned_class;
     std::vector<void*> mapped;
     std::vector<cl::Buffer> device;
+    // A copy started before the plan (start_first_copies): its rows and its columns' events,
+    // until the block of those rows takes it (or another block takes the slot).
+    std::uint64_t early_first = 0;
+    std::uint64_t early_rows = 0;
+    std::vector<cl::Event> early;
   };
   struct pending_block {
     cl::Event kernel;
@@ -388,6 +393,7 @@ class aggregation_driver {
   cl_ulong read_counter(const cl::Buffer& counter, const std::string& what);
   table_buffers make_buffers(std::uint64_t buckets, const std::string& what);
   void make_staging();
+  void start_first_copies();
   cl::Buffer hot_keys_on_device();
   detail::kernels::table_arg<cl::Buffer> private_tables(std::uint64_t buckets);
 
@@ -472,6 +478,7 @@ class aggregation_driver {
   execution_params announced_params_{};
   bool shared_rows_ = false;       // run_blocks() hands the rows out: more may come until finalize
   bool table_ready_ = false;       // the table and counters exist (setup, or a first absorb)
+  bool copies_started_ = false;    // start_first_copies() enqueued copies
   query_shape shape_;
   std::optional<query_planner> planner_;
   bits_type hot_key_ = 0;  // the sample's most frequent key (the run cache's hot-key register)

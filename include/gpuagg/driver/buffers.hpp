@@ -15,7 +15,7 @@ namespace gpuagg {
 template <class Bound>
 aggregation_driver<Bound>::~aggregation_driver() {
   // Never hand buffers back while commands may still use them.
-  if (table_ready_) {
+  if (table_ready_ || copies_started_) {
     ctx_.compute_queue().finish();
     ctx_.transfer_queue().finish();
   }
@@ -119,6 +119,40 @@ void aggregation_driver<Bound>::make_staging() {
       slot.device.push_back(allocate(bytes, "an input block buffer"));
     }
   }
+}
+
+/// Host input whose every column is pinned: the first window's blocks start their copies to the
+/// device before the set-up samples the keys and estimates the groups. The copy engine then
+/// works while the host sketches (the estimate of host input reads up to 2^20 strided rows on
+/// the host, several milliseconds), and the blocks' rows and slots do not depend on the plan
+/// (query_planner::host_block_rows, window). A pageable column's copy is host work, which would
+/// compete with the estimate's threads, so it waits for the plan as before.
+template <class Bound>
+void aggregation_driver<Bound>::start_first_copies() {
+  for (const auto& column : columns_) {
+    if (!ctx_.is_pinned(column.host, std::uint64_t(rows_) * column.element_size)) return;
+  }
+  block_rows_ = query_planner::host_block_rows(shape_, opts_);
+  window_ = query_planner::window(opts_);
+  make_staging();
+  copies_started_ = true;
+  auto& transfer = ctx_.transfer_queue();
+  for (std::size_t s = 0; s < window_ && std::uint64_t(s) * block_rows_ < rows_; ++s) {
+    auto& slot = staging_[s];
+    slot.early_first = std::uint64_t(s) * block_rows_;
+    slot.early_rows = std::min<std::uint64_t>(block_rows_, rows_ - slot.early_first);
+    for (std::size_t c = 0; c < columns_.size(); ++c) {
+      const auto& column = columns_[c];
+      cl::Event copied;
+      detail::check(transfer.enqueueWriteBuffer(slot.device[c], CL_FALSE, 0, slot.early_rows * column.element_size,
+                                                static_cast<const char*>(column.host) +
+                                                    slot.early_first * column.element_size,
+                                                nullptr, &copied),
+                    "copying an input block to the device");
+      slot.early.push_back(copied);
+    }
+  }
+  detail::check(transfer.flush(), "starting the input copy");
 }
 
 /// FINALIZE's result buffers come from the same pool: given back first, the block buffers make

@@ -146,7 +146,17 @@ auto aggregation_driver<Bound>::enqueue_rows(const execution_params& params, std
     row_end = row_begin + count;
   } else {
     auto& slot = staging_[pending.slot];
-    for (std::size_t c = 0; c < columns_.size(); ++c) {
+    // The slot's copy started before the plan holds these rows (start_first_copies): the block
+    // waits for it. Another block in the slot overwrites it after it, on the in-order transfer
+    // queue.
+    const bool early = !slot.early.empty() && slot.early_first == first && slot.early_rows == count;
+    if (early) {
+      ready = std::move(slot.early);
+      inputs = slot.device;
+      ++stats_.early_copies;
+    }
+    slot.early.clear();
+    for (std::size_t c = 0; c < columns_.size() && !early; ++c) {
       const auto& column = columns_[c];
       const std::size_t bytes = count * column.element_size;
       const char* source = static_cast<const char*>(column.host) + first * column.element_size;
@@ -161,7 +171,7 @@ auto aggregation_driver<Bound>::enqueue_rows(const execution_params& params, std
       ready.push_back(copied);
       inputs.push_back(slot.device[c]);
     }
-    detail::check(ctx_.transfer_queue().flush(), "starting the input copy");
+    if (!early) detail::check(ctx_.transfer_queue().flush(), "starting the input copy");
   }
 
   if (const auto parts = planner_->partitions(count, table_.capacity, table_.interleaved); parts > 1) {

@@ -10,10 +10,15 @@
 
 namespace gpuagg {
 
+inline std::size_t query_planner::host_block_rows(const query_shape& shape, const options& opts) {
+  const std::uint64_t widest = std::max<std::uint32_t>(shape.widest_column_bytes, 1);
+  const std::uint64_t bytes = opts.block_bytes ? *opts.block_bytes : std::uint64_t{16} << 20;
+  return static_cast<std::size_t>(std::max<std::uint64_t>(bytes / widest, 1));
+}
+
 inline std::size_t query_planner::block_rows() const {
   const std::uint64_t widest = std::max<std::uint32_t>(shape_.widest_column_bytes, 1);
-  if (opts_.block_bytes) return static_cast<std::size_t>(std::max<std::uint64_t>(*opts_.block_bytes / widest, 1));
-  if (!profile_.on_device) return static_cast<std::size_t>((std::uint64_t{16} << 20) / widest);
+  if (opts_.block_bytes || !profile_.on_device) return host_block_rows(shape_, opts_);
   std::uint64_t rows = (std::uint64_t{256} << 20) / widest;
   if (!compact_spill()) {
     const std::uint64_t spill_budget = std::min<std::uint64_t>(std::uint64_t{1} << 30, device_.global_mem_bytes / 32);
