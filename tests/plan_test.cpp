@@ -298,6 +298,31 @@ TEST_CASE("an estimate a little above a power of two sizes the table for it, wit
   CHECK(plan(h100(), profile).initial_table_capacity() == std::uint64_t{1} << 26);
 }
 
+TEST_CASE("host input: its blocks follow the options alone; the first blocks' copies start within a budget") {
+  // uint32 keys and values: 16 MiB of the widest column, 4 Mi rows, 32 MiB a block.
+  const query_shape s = recorded_shape();
+  CHECK(query_planner::host_block_rows(s, {}) == std::size_t{4} << 20);
+  CHECK(plan(h100(), uniform_input(1 << 20, std::uint64_t{1} << 27, false)).block_rows() ==
+        query_planner::host_block_rows(s, {}));
+  CHECK(plan(h100(), uniform_input(1 << 4, std::uint64_t{1} << 27, false)).block_rows() ==
+        query_planner::host_block_rows(s, {}));
+  options opts;
+  opts.blocks_in_flight = 3;
+  opts.block_bytes = std::size_t{1} << 20;
+  CHECK(plan(h100(), uniform_input(1 << 20, std::uint64_t{1} << 27, false), opts).block_rows() ==
+        query_planner::host_block_rows(s, opts));
+  CHECK(query_planner::window(opts) == plan(h100(), uniform_input(1 << 20, 1 << 27, false), opts).window());
+  // 256 MiB of early copies on the H100: eight 32 MiB blocks; on a device of 1 GiB, a
+  // sixteenth of it (two); blocks larger than the budget: one.
+  CHECK(query_planner::early_blocks(h100(), s, {}) == 8);
+  device_info small = h100();
+  small.global_mem_bytes = std::uint64_t{1} << 30;
+  CHECK(query_planner::early_blocks(small, s, {}) == 2);
+  options huge;
+  huge.block_bytes = std::size_t{1} << 30;
+  CHECK(query_planner::early_blocks(h100(), s, huge) == 1);
+}
+
 TEST_CASE("the spill area: every row in flight, or for a restartable query on device input a quarter of the table") {
   // Not restartable (a driver the caller steps): the spill area holds the blocks in flight,
   // and device blocks shrink to keep it within 1 GiB (12-byte buckets, two blocks in flight).

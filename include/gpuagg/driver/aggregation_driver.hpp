@@ -294,16 +294,20 @@ class aggregation_driver {
     std::vector<std::uint64_t> pinned_class;
     std::vector<void*> mapped;
     std::vector<cl::Buffer> device;
-    // A copy started before the plan (start_first_copies): its rows and its columns' events,
-    // until the block of those rows takes it (or another block takes the slot).
-    std::uint64_t early_first = 0;
-    std::uint64_t early_rows = 0;
-    std::vector<cl::Event> early;
+  };
+  /// A block whose copy started before the plan (start_first_copies): its rows, its columns'
+  /// device buffers and their copies' events, until the block of those rows takes them.
+  struct early_block {
+    std::uint64_t first = 0;
+    std::uint64_t rows = 0;
+    std::vector<cl::Buffer> device;
+    std::vector<cl::Event> copied;
   };
   struct pending_block {
     cl::Event kernel;
     cl::Event meta_read;
     std::vector<cl::Event> partition;  // PARTITION's kernels, when the block was partitioned
+    std::vector<cl::Buffer> early;     // its input's buffers, when its copy started before the plan
     std::size_t slot = 0;
     unsigned generation = 0;
     execution_params params;
@@ -394,6 +398,7 @@ class aggregation_driver {
   table_buffers make_buffers(std::uint64_t buckets, const std::string& what);
   void make_staging();
   void start_first_copies();
+  void discard_early_copies();
   cl::Buffer hot_keys_on_device();
   detail::kernels::table_arg<cl::Buffer> private_tables(std::uint64_t buckets);
 
@@ -505,6 +510,7 @@ class aggregation_driver {
   table_buffers spill_;
   table_buffers private_;
   std::vector<staging_slot> staging_;
+  std::deque<early_block> early_;  // the first blocks' copies, started before the plan, in row order
   std::vector<cl::Kernel> partition_kernels_;  // PARTITION: count, scan, scatter (made on first use)
   std::size_t partition_local_ = 1;
   std::uint64_t partition_tiles_ = 1;          // most tiles (work groups) of count and scatter

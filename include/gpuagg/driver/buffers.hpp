@@ -121,38 +121,49 @@ void aggregation_driver<Bound>::make_staging() {
   }
 }
 
-/// Host input whose every column is pinned: the first window's blocks start their copies to the
-/// device before the set-up samples the keys and estimates the groups. The copy engine then
-/// works while the host sketches (the estimate of host input reads up to 2^20 strided rows on
-/// the host, several milliseconds), and the blocks' rows and slots do not depend on the plan
-/// (query_planner::host_block_rows, window). A pageable column's copy is host work, which would
-/// compete with the estimate's threads, so it waits for the plan as before.
+/// Host input whose every column is pinned: the first blocks start their copies to the device
+/// before the set-up samples the keys and estimates the groups, each into buffers of its own
+/// (query_planner::early_blocks of them), so that the copy engine works while the host sketches
+/// (up to 2^20 strided rows, several milliseconds at high cardinality). Host input's blocks do
+/// not depend on the plan (query_planner::host_block_rows). A pageable column's copy is host
+/// work, which would compete with the estimate's threads, so it waits for the plan as before.
 template <class Bound>
 void aggregation_driver<Bound>::start_first_copies() {
   for (const auto& column : columns_) {
     if (!ctx_.is_pinned(column.host, std::uint64_t(rows_) * column.element_size)) return;
   }
-  block_rows_ = query_planner::host_block_rows(shape_, opts_);
-  window_ = query_planner::window(opts_);
-  make_staging();
+  const std::uint64_t block = query_planner::host_block_rows(shape_, opts_);
+  const std::size_t blocks = query_planner::early_blocks(ctx_.info(), shape_, opts_);
   copies_started_ = true;
   auto& transfer = ctx_.transfer_queue();
-  for (std::size_t s = 0; s < window_ && std::uint64_t(s) * block_rows_ < rows_; ++s) {
-    auto& slot = staging_[s];
-    slot.early_first = std::uint64_t(s) * block_rows_;
-    slot.early_rows = std::min<std::uint64_t>(block_rows_, rows_ - slot.early_first);
-    for (std::size_t c = 0; c < columns_.size(); ++c) {
-      const auto& column = columns_[c];
+  for (std::uint64_t first = 0; first < rows_ && early_.size() < blocks; first += block) {
+    early_block& e = early_.emplace_back();
+    e.first = first;
+    e.rows = std::min<std::uint64_t>(block, rows_ - first);
+    for (const auto& column : columns_) {
+      const std::uint64_t bytes = e.rows * column.element_size;
+      e.device.push_back(allocate(bytes, "an input block buffer"));
       cl::Event copied;
-      detail::check(transfer.enqueueWriteBuffer(slot.device[c], CL_FALSE, 0, slot.early_rows * column.element_size,
-                                                static_cast<const char*>(column.host) +
-                                                    slot.early_first * column.element_size,
+      detail::check(transfer.enqueueWriteBuffer(e.device.back(), CL_FALSE, 0, bytes,
+                                                static_cast<const char*>(column.host) + first * column.element_size,
                                                 nullptr, &copied),
                     "copying an input block to the device");
-      slot.early.push_back(copied);
+      e.copied.push_back(copied);
     }
+    detail::check(transfer.flush(), "starting the input copy");
   }
-  detail::check(transfer.flush(), "starting the input copy");
+}
+
+/// The first blocks' copies, when the blocks run do not take them (the tuner's smaller
+/// slices): their buffers go back once the copies are done.
+template <class Bound>
+void aggregation_driver<Bound>::discard_early_copies() {
+  if (early_.empty()) return;
+  (void)ctx_.transfer_queue().finish();
+  for (const auto& e : early_) {
+    for (const auto& buffer : e.device) recycle(buffer);
+  }
+  early_.clear();
 }
 
 /// FINALIZE's result buffers come from the same pool: given back first, the block buffers make
@@ -160,6 +171,7 @@ void aggregation_driver<Bound>::start_first_copies() {
 /// their sum.
 template <class Bound>
 void aggregation_driver<Bound>::release_block_buffers() {
+  discard_early_copies();
   for (table_buffers* t : {&spill_, &private_}) {
     if (!t->keys()) continue;
     recycle(*t);

@@ -146,16 +146,18 @@ auto aggregation_driver<Bound>::enqueue_rows(const execution_params& params, std
     row_end = row_begin + count;
   } else {
     auto& slot = staging_[pending.slot];
-    // The slot's copy started before the plan holds these rows (start_first_copies): the block
-    // waits for it. Another block in the slot overwrites it after it, on the in-order transfer
-    // queue.
-    const bool early = !slot.early.empty() && slot.early_first == first && slot.early_rows == count;
+    // The first blocks' copies started before the plan (start_first_copies): a block of their
+    // rows waits for its copy and runs on its buffers, which go back when it completes.
+    const bool early = !early_.empty() && early_.front().first == first && early_.front().rows == count;
     if (early) {
-      ready = std::move(slot.early);
-      inputs = slot.device;
+      ready = std::move(early_.front().copied);
+      inputs = early_.front().device;
+      pending.early = std::move(early_.front().device);
+      early_.pop_front();
       ++stats_.early_copies;
+    } else {
+      discard_early_copies();
     }
-    slot.early.clear();
     for (std::size_t c = 0; c < columns_.size() && !early; ++c) {
       const auto& column = columns_[c];
       const std::size_t bytes = count * column.element_size;
@@ -235,6 +237,8 @@ double aggregation_driver<Bound>::complete(pending_block& block) {
   detail::wait_for(block.kernel, "AGGREGATE");
   detail::wait_for(block.meta_read, "reading the query's counters");
   waiting.stop();
+  for (const auto& buffer : block.early) recycle(buffer);
+  block.early.clear();
   const double aggregate = detail::event_seconds(block.kernel);
   double partition = 0;
   for (const auto& event : block.partition) partition += detail::event_seconds(event);

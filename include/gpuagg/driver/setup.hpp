@@ -147,28 +147,7 @@ void aggregation_driver<Bound>::setup() {
   if (spill_capacity_ >= (std::uint64_t{1} << 32)) throw invalid_argument_error("block_bytes is too large");
   stats_.spill_capacity = spill_capacity_;
   spill_ = make_buffers(spill_capacity_, "the spill area");
-  if (!on_device_) {
-    // The plan's blocks and window are those start_first_copies() took (host_block_rows, window);
-    // were they not, its buffers would not fit the plan's blocks: they go back, copies done.
-    const auto fits = [&] {
-      if (staging_.size() != window_) return false;
-      for (std::size_t c = 0; c < columns_.size(); ++c) {
-        if (staging_.front().device[c].template getInfo<CL_MEM_SIZE>() < std::uint64_t(block_rows_) * columns_[c].element_size) {
-          return false;
-        }
-      }
-      return true;
-    };
-    if (!staging_.empty() && !fits()) {
-      (void)ctx_.transfer_queue().finish();
-      for (auto& slot : staging_) {
-        for (const auto& device : slot.device) recycle(device);
-      }
-      staging_.clear();
-      pinned_input_.clear();
-    }
-    if (staging_.empty()) make_staging();
-  }
+  if (!on_device_) make_staging();
 }
 
 /// The counters, their pinned host copy and the table: what every query with a table holds.

@@ -16,6 +16,13 @@ inline std::size_t query_planner::host_block_rows(const query_shape& shape, cons
   return static_cast<std::size_t>(std::max<std::uint64_t>(bytes / widest, 1));
 }
 
+inline std::size_t query_planner::early_blocks(const device_info& device, const query_shape& shape,
+                                               const options& opts) {
+  const std::uint64_t block = std::uint64_t{host_block_rows(shape, opts)} * std::max<std::uint32_t>(shape.row_bytes, 1);
+  const std::uint64_t budget = std::min(early_copy_bytes, device.global_mem_bytes / 16);
+  return static_cast<std::size_t>(std::max<std::uint64_t>(budget / block, 1));
+}
+
 inline std::size_t query_planner::block_rows() const {
   const std::uint64_t widest = std::max<std::uint32_t>(shape_.widest_column_bytes, 1);
   if (opts_.block_bytes || !profile_.on_device) return host_block_rows(shape_, opts_);
