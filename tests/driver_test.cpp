@@ -1279,6 +1279,33 @@ TEST_CASE("a large host result's columns are sized while the device aggregates; 
     CHECK(std::get<1>(big.columns)[n - 1] == 0.0);
   }
   {
+    // The columns' pages are touched together, each thread a share of all their bytes: every
+    // page of every region once (the first byte of each 4096), no byte between them, for shares
+    // that start and end inside regions and span several.
+    std::vector<std::vector<unsigned char>> storage;
+    for (const std::size_t mib : {20, 13, 17, 1}) storage.emplace_back((mib << 20) + 123, 0xff);
+    std::vector<std::pair<unsigned char*, std::size_t>> regions;
+    for (auto& v : storage) regions.emplace_back(v.data(), v.size());
+    for (const unsigned threads : {1u, 2u, 3u, 16u}) {
+      CAPTURE(threads);
+      for (auto& v : storage) std::fill(v.begin(), v.end(), 0xff);
+      detail::touch_pages(regions, threads);
+      bool pages = true;
+      bool between = true;
+      for (const auto& v : storage) {
+        for (std::size_t at = 0; at < v.size(); ++at) {
+          if (at % 4096 == 0) {
+            pages = pages && v[at] == 0;
+          } else {
+            between = between && v[at] == 0xff;
+          }
+        }
+      }
+      CHECK(pages);
+      CHECK(between);
+    }
+  }
+  {
     detail::presized_result<result<std::tuple<std::uint8_t, std::int64_t>, std::int64_t>> early(64);
     const auto r = early.take(40);
     REQUIRE(r.has_value());
