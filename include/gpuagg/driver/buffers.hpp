@@ -137,19 +137,30 @@ void aggregation_driver<Bound>::start_first_copies() {
   copies_started_ = true;
   auto& transfer = ctx_.transfer_queue();
   for (std::uint64_t first = 0; first < rows_ && early_.size() < blocks; first += block) {
-    early_block& e = early_.emplace_back();
+    early_block e;
     e.first = first;
     e.rows = std::min<std::uint64_t>(block, rows_ - first);
-    for (const auto& column : columns_) {
+    // Early copies are a head start, not a need: where the device's memory refuses another
+    // block's buffers, the blocks copied so far start early and the rest copy as planned.
+    try {
+      for (const auto& column : columns_) {
+        e.device.push_back(allocate(e.rows * column.element_size, "an input block buffer"));
+      }
+    } catch (const out_of_memory_error&) {
+      for (const auto& buffer : e.device) recycle(buffer);
+      break;
+    }
+    for (std::size_t c = 0; c < columns_.size(); ++c) {
+      const auto& column = columns_[c];
       const std::uint64_t bytes = e.rows * column.element_size;
-      e.device.push_back(allocate(bytes, "an input block buffer"));
       cl::Event copied;
-      detail::check(transfer.enqueueWriteBuffer(e.device.back(), CL_FALSE, 0, bytes,
+      detail::check(transfer.enqueueWriteBuffer(e.device[c], CL_FALSE, 0, bytes,
                                                 static_cast<const char*>(column.host) + first * column.element_size,
                                                 nullptr, &copied),
                     "copying an input block to the device");
       e.copied.push_back(copied);
     }
+    early_.push_back(std::move(e));
     detail::check(transfer.flush(), "starting the input copy");
   }
 }
