@@ -397,6 +397,7 @@ class aggregation_driver {
   cl_ulong read_counter(const cl::Buffer& counter, const std::string& what);
   table_buffers make_buffers(std::uint64_t buckets, const std::string& what);
   void make_staging();
+  cl::Event write_block(const cl::Buffer& to, const void* from, std::uint64_t bytes);
   void start_first_copies();
   void discard_early_copies();
   cl::Buffer hot_keys_on_device();

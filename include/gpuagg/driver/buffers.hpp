@@ -135,7 +135,6 @@ void aggregation_driver<Bound>::start_first_copies() {
   const std::uint64_t block = query_planner::host_block_rows(shape_, opts_);
   const std::size_t blocks = query_planner::early_blocks(ctx_.info(), shape_, opts_);
   copies_started_ = true;
-  auto& transfer = ctx_.transfer_queue();
   for (std::uint64_t first = 0; first < rows_ && early_.size() < blocks; first += block) {
     early_block e;
     e.first = first;
@@ -152,17 +151,22 @@ void aggregation_driver<Bound>::start_first_copies() {
     }
     for (std::size_t c = 0; c < columns_.size(); ++c) {
       const auto& column = columns_[c];
-      const std::uint64_t bytes = e.rows * column.element_size;
-      cl::Event copied;
-      detail::check(transfer.enqueueWriteBuffer(e.device[c], CL_FALSE, 0, bytes,
-                                                static_cast<const char*>(column.host) + first * column.element_size,
-                                                nullptr, &copied),
-                    "copying an input block to the device");
-      e.copied.push_back(copied);
+      e.copied.push_back(write_block(e.device[c], static_cast<const char*>(column.host) + first * column.element_size,
+                                     e.rows * column.element_size));
     }
     early_.push_back(std::move(e));
-    detail::check(transfer.flush(), "starting the input copy");
+    detail::check(ctx_.transfer_queue().flush(), "starting the input copy");
   }
+}
+
+/// Enqueues the copy of `bytes` of host memory at `from` into `to` on the transfer queue, not
+/// yet flushed; returns its event.
+template <class Bound>
+cl::Event aggregation_driver<Bound>::write_block(const cl::Buffer& to, const void* from, std::uint64_t bytes) {
+  cl::Event copied;
+  detail::check(ctx_.transfer_queue().enqueueWriteBuffer(to, CL_FALSE, 0, bytes, from, nullptr, &copied),
+                "copying an input block to the device");
+  return copied;
 }
 
 /// The first blocks' copies, when the blocks run do not take them (the tuner's smaller

@@ -145,11 +145,9 @@ auto aggregation_driver<Bound>::enqueue_rows(const execution_params& params, std
     row_begin = columns_.front().offset + first;
     row_end = row_begin + count;
   } else {
-    auto& slot = staging_[pending.slot];
     // The first blocks' copies started before the plan (start_first_copies): a block of their
     // rows waits for its copy and runs on its buffers, which go back when it completes.
-    const bool early = !early_.empty() && early_.front().first == first && early_.front().rows == count;
-    if (early) {
+    if (!early_.empty() && early_.front().first == first && early_.front().rows == count) {
       ready = std::move(early_.front().copied);
       inputs = early_.front().device;
       pending.early = std::move(early_.front().device);
@@ -157,23 +155,20 @@ auto aggregation_driver<Bound>::enqueue_rows(const execution_params& params, std
       ++stats_.early_copies;
     } else {
       discard_early_copies();
-    }
-    for (std::size_t c = 0; c < columns_.size() && !early; ++c) {
-      const auto& column = columns_[c];
-      const std::size_t bytes = count * column.element_size;
-      const char* source = static_cast<const char*>(column.host) + first * column.element_size;
-      if (!pinned_input_[c]) {
-        detail::parallel_copy(slot.mapped[c], source, bytes, opts_.copy_threads ? opts_.copy_threads : 16);
-        source = static_cast<const char*>(slot.mapped[c]);
+      auto& slot = staging_[pending.slot];
+      for (std::size_t c = 0; c < columns_.size(); ++c) {
+        const auto& column = columns_[c];
+        const std::size_t bytes = count * column.element_size;
+        const char* source = static_cast<const char*>(column.host) + first * column.element_size;
+        if (!pinned_input_[c]) {
+          detail::parallel_copy(slot.mapped[c], source, bytes, opts_.copy_threads ? opts_.copy_threads : 16);
+          source = static_cast<const char*>(slot.mapped[c]);
+        }
+        ready.push_back(write_block(slot.device[c], source, bytes));
+        inputs.push_back(slot.device[c]);
       }
-      cl::Event copied;
-      detail::check(ctx_.transfer_queue().enqueueWriteBuffer(slot.device[c], CL_FALSE, 0, bytes, source, nullptr,
-                                                             &copied),
-                    "copying an input block to the device");
-      ready.push_back(copied);
-      inputs.push_back(slot.device[c]);
+      detail::check(ctx_.transfer_queue().flush(), "starting the input copy");
     }
-    if (!early) detail::check(ctx_.transfer_queue().flush(), "starting the input copy");
   }
 
   if (const auto parts = planner_->partitions(count, table_.capacity, table_.interleaved); parts > 1) {

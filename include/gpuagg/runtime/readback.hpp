@@ -21,12 +21,12 @@
 #include <exception>
 #include <future>
 #include <optional>
-#include <utility>
 #include <string>
 #include <string_view>
 #include <thread>
 #include <tuple>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #if defined(__linux__)
@@ -174,9 +174,8 @@ std::vector<void*> result_column_data(Result& r) {
 
 /// Every column of `r` sized to `n` rows, about to be overwritten: the large columns' pages
 /// faulted in by several threads, all columns at once, then each column sized (its zeros written)
-/// on a thread of its own. The largest column's zeros, one thread's memset, bound the time (on
-/// the H100's host, for 2^24 groups of a uint32 key and an int64 sum: about 5 ms of faults on
-/// huge pages, then 12-13 ms of zeros).
+/// on a thread of its own. The largest column's zeros, one thread's memset that `resize` cannot
+/// share, bound the time.
 template <class Result>
 void size_result_for_copy(Result& r, std::size_t n) {
   const unsigned threads = std::clamp(std::thread::hardware_concurrency(), 1u, 16u);
