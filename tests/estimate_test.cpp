@@ -92,7 +92,7 @@ staged_estimate estimate_like_the_driver(const std::vector<std::uint32_t>& keys,
 
 }  // namespace
 
-TEST_CASE("the sketch: within 3% of the exact distinct count from 0 to 2^22 keys, and 0 for nothing") {
+TEST_CASE("the sketch: within 3% of the exact distinct count (and of the registers its keys share) from 0 to 2^22 keys, and 0 for nothing") {
   const std::uint64_t seed = fresh_seed();
   CAPTURE(seed);
   std::mt19937_64 rng(seed);
@@ -106,8 +106,17 @@ TEST_CASE("the sketch: within 3% of the exact distinct count from 0 to 2^22 keys
     keys.insert(keys.end(), keys.begin(), keys.end());
     const auto sketch = detail::sketch_host_keys(keys.data(), keys.size(), 1, keys.size(), 2);
     const double estimate = detail::sketch_estimate(sketch.registers);
+    // Keys that share a register count once. The estimator corrects for the sharing expected
+    // of `distinct` keys in m registers, not for this draw's: more sharing than expected is
+    // the error a small count has (two of 10 keys in one register, 0.3% of draws, read 9).
+    std::set<std::uint32_t> hit;
+    for (std::uint64_t i = 0; i < distinct; ++i) hit.insert(detail::sketch_slot(detail::sketch_hash(keys[i])).index);
+    const double m = double(detail::sketch_registers);
+    const double expected_shared = double(distinct) - m * (1.0 - std::pow(1.0 - 1.0 / m, double(distinct)));
+    const double excess_shared = std::max(0.0, double(distinct - hit.size()) - expected_shared);
+    CAPTURE(hit.size());
     // The relative standard error is 0.8% at 2^14 registers; small counts are near exact.
-    CHECK(std::abs(estimate - double(distinct)) <= 0.03 * double(distinct) + 0.5);
+    CHECK(std::abs(estimate - double(distinct)) <= 0.03 * double(distinct) + 0.5 + excess_shared);
   }
 }
 
