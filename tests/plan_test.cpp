@@ -209,6 +209,12 @@ TEST_CASE("tuning: on where the model is not sure, from the plan's start, never 
   CHECK(plan(h100(), dense, {}, packed).tuning().enabled);
   CHECK(plan(h100(), spread, {}, wide).tuning().enabled);         // three accumulators: not measured
   CHECK(plan(unknown_gpu(), spread, {}, packed).tuning().enabled);  // the generic entry: not measured
+  // One key holding every row: the entry's configuration for it, whatever the key word and the
+  // accumulators; the generic entry still searches.
+  CHECK_FALSE(plan(h100(), uniform_input(1), {}, packed).tuning().enabled);
+  CHECK_FALSE(plan(h100(), uniform_input(1), {}, wide).tuning().enabled);
+  CHECK(plan(h100(), uniform_input(2), {}, wide).tuning().enabled);  // two keys of half the rows each
+  CHECK(plan(unknown_gpu(), uniform_input(1), {}, packed).tuning().enabled);
   // On a CPU, INDEPENDENT may start a search.
   const auto cpu = plan(pocl_cpu(), uniform_input(1 << 4));
   std::set<strategy_kind> strategies;

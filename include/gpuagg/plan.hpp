@@ -313,8 +313,9 @@ class query_planner {
   /// for tuning (options::autotune) and fixes neither strategy nor configuration, the input has
   /// at least min_blocks_to_tune tuning blocks, and the model is not sure: its entry was not
   /// measured on this device's kind (device or architecture), or was measured with another query
-  /// shape (key width, bucket size). Where the entry was measured for this query, tuning would
-  /// re-measure what was recorded and cost each query its confirmation blocks.
+  /// shape (key width, bucket size) and the sample shows more than one key. Where the entry was
+  /// measured for this query, tuning would re-measure what was recorded and cost each query its
+  /// confirmation blocks.
   /// `forced` (tuned_group_by): tune whenever a block is left.
   tuning_plan tuning(bool forced = false) const;
 

@@ -21,8 +21,14 @@ inline tuning_plan query_planner::tuning(bool forced) const {
   const bool wide_scattered = scattered_keys() && shape_.key_bytes == 8 &&
                               shape_.bucket_bytes == recorded_bucket_bytes + 4 &&
                               regime().shared_scattered.work_group_size != 0;
+  // One key holding (nearly) every row: each work item folds its rows into the run cache's
+  // register and flushes it once, so the key word and the bucket hardly enter the loop, and the
+  // entry's configuration for one key stands for any shape. A search there would time slices of
+  // a few tens of microseconds, whose noise reopens it query after query, and its SHARED start
+  // sends every row's atomic to one bucket of global memory.
+  const bool one_key = profile_.sampled && profile_.hottest_key_share >= single_key_share;
   const bool measured = (entry_.level == plan_level::device || entry_.level == plan_level::architecture) &&
-                        (recorded_shape || wide_scattered) && !shape_.identity_scheme;
+                        (recorded_shape || wide_scattered || one_key) && !shape_.identity_scheme;
   if (forced) {
     t.enabled = blocks > 0;
   } else {
