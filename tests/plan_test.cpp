@@ -493,6 +493,34 @@ TEST_CASE("keys spread wider than a dense range start from the scattered-keys co
   CHECK(plan(unknown_gpu(), scattered).initial_config(strategy_kind::shared) == generic.shared);
 }
 
+TEST_CASE("WORKGROUPLOCAL's local table: scattered keys take up to 32 buckets a group within local memory") {
+  // 48 KiB of local memory hold 2048 buckets of 12 bytes (a uint32 key and a sum) or of 16.
+  const auto with_span = [](std::uint64_t groups, double span) {
+    auto p = uniform_input(groups);
+    p.key_span = span;
+    return p;
+  };
+  const double spread = 4294967296.0;
+  CHECK(plan(h100(), with_span(64, 64)).local_capacity() == 128);  // a dense range: load 1/2
+  CHECK(plan(h100(), with_span(4, spread)).local_capacity() == 128);
+  CHECK(plan(h100(), with_span(64, spread)).local_capacity() == 2048);
+  CHECK(plan(h100(), with_span(256, spread)).local_capacity() == 2048);   // local memory's bound
+  CHECK(plan(h100(), with_span(1024, spread)).local_capacity() == 2048);  // every group's bucket, no more
+  query_shape packed;
+  packed.key_bytes = 8;
+  packed.bucket_bytes = 16;
+  CHECK(plan(h100(), with_span(16, 1.8e19), {}, packed).local_capacity() == 512);
+  // More groups than local memory holds: the partial table as before, whatever the keys.
+  const auto many = plan(h100(), with_span(1 << 16, spread));
+  CHECK(many.local_capacity() == many.max_local_buckets());
+  // A CPU keeps load 1/2 (PoCL's 512 KiB of local memory would hold far sparser tables).
+  CHECK(plan(pocl_cpu(), with_span(64, spread)).local_capacity() == 128);
+  // The strategy still follows every group's bucket at load 1/2 (section 3.7's condition).
+  CHECK(plan(h100(), with_span(64, spread)).default_params().strategy == strategy_kind::workgroup_local);
+  CHECK(plan(h100(), with_span(1024, spread)).default_params().strategy == strategy_kind::workgroup_local);
+  CHECK(plan(h100(), with_span(4096, spread)).default_params().strategy == strategy_kind::shared);
+}
+
 TEST_CASE("observed groups grow the local tables' plan: WORKGROUPLOCAL gives way to SHARED") {
   auto p = plan(h100(), uniform_input(100), {}, recorded_shape(), 256);
   CHECK(p.default_params().strategy == strategy_kind::workgroup_local);

@@ -121,8 +121,14 @@ class query_planner {
   /// At most one run per bucket.
   std::uint32_t partitions(std::uint64_t rows, std::uint64_t capacity, bool interleaved_layout) const;
 
-  /// Buckets of WORKGROUPLOCAL's local table: every group planned where local memory holds them.
-  std::uint64_t local_capacity() const { return std::min(small_table_buckets(), max_local_buckets()); }
+  /// Buckets of WORKGROUPLOCAL's local table: every group planned where local memory holds them;
+  /// for scattered keys on a GPU, up to local_sparse_factor buckets a group within local memory.
+  std::uint64_t local_capacity() const;
+  /// Scattered keys collide at load 1/2, and a GPU's SIMD group waits for its longest probe
+  /// sequence. A local table lives only while its work group runs, and local memory beyond the
+  /// groups' buckets would sit unused, so a sparser table costs little: load 1/32 at most. (A
+  /// CPU's work items do not wait for each other's probes, and its local memory is the caches'.)
+  static constexpr std::uint64_t local_sparse_factor = 32;
   /// Buckets of each of INDEPENDENT's private tables.
   std::uint64_t private_capacity(const launch_config& config) const {
     return std::min(small_table_buckets(), max_private_buckets(config));

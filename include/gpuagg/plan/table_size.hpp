@@ -87,6 +87,14 @@ inline std::uint64_t query_planner::small_table_buckets() const {
   return detail::next_pow2(std::max<std::uint64_t>(wanted, 2));
 }
 
+inline std::uint64_t query_planner::local_capacity() const {
+  const std::uint64_t needed = small_table_buckets();
+  const std::uint64_t fits = max_local_buckets();
+  if (needed >= fits || !scattered_keys() || !device_.is_gpu) return std::min(needed, fits);
+  const std::uint64_t sparse = detail::next_pow2(std::max<std::uint64_t>(sizing_groups(), 1) * local_sparse_factor);
+  return std::max(needed, std::min(sparse, fits));
+}
+
 inline std::uint64_t query_planner::max_local_buckets() const {
   const auto bytes = device_.local_mem_bytes;
   if (bytes <= 64) return 0;
