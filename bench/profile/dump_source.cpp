@@ -7,7 +7,7 @@
 //   gpuagg_dump_source --all DIR                DIR/<strategy>_<scheme>.cl for every pair
 //
 // strategy: shared | workgroup_local | independent; scheme: hash (gpuagg::hashing<>, i.e.
-// multiply_shift + linear probing, what select() uses) | direct (gpuagg::direct_addressing).
+// multiply_shift + quadratic probing, what select() uses) | direct (gpuagg::direct_addressing).
 // The run-cache variant is the same text built with -DGPUAGG_RUN_CACHE (kernels.inc).
 #include <cstdint>
 #include <fstream>

@@ -112,7 +112,10 @@ concept probing_scheme = requires {
 };
 
 /// A hash function with a probing scheme. Combinations that cannot work fail to compile.
-template <hash_function Hash = multiply_shift, probing_scheme Probing = linear_probing>
+/// Quadratic probing by default: where keys collide (scattered keys, packed composite keys) its
+/// probe sequences are shorter at the long end, and a SIMD group waits for its longest; keys of
+/// a dense range take a bucket each under either (docs/decisions.md).
+template <hash_function Hash = multiply_shift, probing_scheme Probing = quadratic_probing>
 struct hashing {
   static_assert(!Hash::is_identity || !Probing::probes,
                 "gpuagg: identity_hash maps each key to its own bucket; pair it with gpuagg::no_probing");
