@@ -1,6 +1,6 @@
 // Seeded differential fuzzing: random queries over key types (narrow, wide, composite), sizes
 // (0 rows, 1, block boundaries), distributions, schemes, strategies and configurations, hints
-// (none, right, wildly wrong), block sizes and input kinds, each checked against a reference
+// (none, right, wildly wrong), block sizes, input kinds and the perfect local table, each checked against a reference
 // written here (a std::map of count, wrapping 64-bit sum, min and max: no aggregate policy,
 // identity or expression typing of the library's). Configurations are at most 4 x 128 work
 // items, which every device runs: the typed error for one it cannot is error_test's.
@@ -55,6 +55,7 @@ struct fuzz_case {
   std::optional<std::uint64_t> hint;
   std::size_t block_rows = 0;  // 0: the default block size
   input_kind kind = input_kind::vector;
+  std::optional<bool> perfect;  // options::perfect_local_table (WORKGROUPLOCAL's perfect local table)
 
   static fuzz_case draw(std::mt19937_64& rng) {
     fuzz_case c;
@@ -85,6 +86,7 @@ struct fuzz_case {
       default: c.hint = std::uint64_t{c.groups} * 1000; break;  // far too high
     }
     c.kind = static_cast<input_kind>(rng() % 5);
+    if (rng() % 3 == 0) c.perfect = rng() % 2 == 0;
     return c;
   }
 };
@@ -148,6 +150,7 @@ void run_case(const fuzz_case& c, std::mt19937_64& rng) {
   opts.strategy = c.strategy;
   opts.config = c.config;
   opts.expected_groups = c.hint;
+  opts.perfect_local_table = c.perfect;
   if (c.block_rows) opts.block_bytes = c.block_rows * 8;  // the widest column: int64 (keys at most 8 bytes)
 
   using result_t = result<K, std::uint64_t, std::int64_t, std::int64_t, std::int64_t, std::uint64_t, std::uint8_t>;
@@ -271,6 +274,8 @@ TEST_CASE("differential fuzz: random queries against a reference written in the 
     CAPTURE(c.hint.value_or(0));
     CAPTURE(c.block_rows);
     CAPTURE(kind_name(c.kind));
+    CAPTURE(c.perfect.has_value());
+    CAPTURE(c.perfect.value_or(false));
     switch (key_kind) {
       case 0: run_case<std::uint32_t, hashing<>>(c, rng); break;
       case 1: run_case<std::int64_t, hashing<murmur3_finalizer, quadratic_probing>>(c, rng); break;

@@ -6,6 +6,7 @@
 #include <gpuagg/plan.hpp>
 
 #include <algorithm>
+#include <random>
 #include <set>
 
 using namespace gpuagg;
@@ -578,4 +579,61 @@ TEST_CASE("private groups: only where the options ask, SHARED and WORKGROUPLOCAL
   const auto single = plan(h100(), one, on, recorded_shape(), 256);
   CHECK(single.variant_for(shared).run_cache);
   CHECK_FALSE(single.variant_for(shared).private_groups);
+}
+
+TEST_CASE("a perfect local table for scattered keys on a GPU whose sample saw every group") {
+  std::mt19937_64 rng(5);
+  const auto random_keys = [&](std::size_t n) {
+    std::set<std::uint64_t> keys;
+    while (keys.size() < n) keys.insert(rng());
+    return std::vector<std::uint64_t>(keys.begin(), keys.end());
+  };
+  const auto scattered = random_keys(1024);
+  std::vector<std::uint64_t> dense(1024);
+  for (std::size_t i = 0; i < dense.size(); ++i) dense[i] = i;
+  // Two uint32 key columns and a 64-bit sum; the sample's keys and how many it saw once.
+  const query_shape shape{8, 16, 16, true, false, 0, 8, 12};
+  const auto sampled = [](const std::vector<std::uint64_t>& keys, std::uint64_t once) {
+    input_profile p = uniform_input(keys.size());
+    const auto [lo, hi] = std::minmax_element(keys.begin(), keys.end());
+    p.key_span = double(*hi - *lo) + 1;
+    p.sample_keys = keys;
+    p.sample_once = once;
+    return p;
+  };
+  const auto chosen = plan(h100(), sampled(scattered, 0), {}, shape);
+  REQUIRE(chosen.perfect_local().has_value());
+  CHECK(chosen.perfect_local()->key_count == 1024);
+  CHECK(chosen.local_capacity() == 2048);  // at most half full
+  CHECK(chosen.local_table_bytes(1) <= h100().local_mem_bytes);
+  CHECK(chosen.local_table_bytes(2) < 2 * chosen.local_table_bytes(1));  // copies share the keys
+  CHECK(chosen.variant_for({strategy_kind::workgroup_local, launch_config{32, 256}}).perfect_local);
+  CHECK_FALSE(chosen.variant_for({strategy_kind::shared, launch_config{32, 256}}).perfect_local);
+  CHECK(chosen.default_params().strategy == strategy_kind::workgroup_local);
+  // Not for a few groups, whose probed table is sparse enough: 16 keys get 512 buckets and 64
+  // keys 2048 (load 1/32); 100 keys get the most local memory holds, 2048, fuller than that.
+  const auto few = plan(h100(), sampled(random_keys(16), 0), {}, shape);
+  CHECK_FALSE(few.perfect_local().has_value());
+  CHECK(few.local_capacity() == 512);
+  CHECK_FALSE(plan(h100(), sampled(random_keys(64), 0), {}, shape).perfect_local().has_value());
+  CHECK(plan(h100(), sampled(random_keys(100), 0), {}, shape).perfect_local().has_value());
+  // Nor for dense keys (a bucket a key already), on a CPU, where the sample missed the keys of
+  // more than 1/64 of the rows (Good-Turing: its keys seen once), without the sample's keys, or
+  // with options' false.
+  CHECK_FALSE(plan(h100(), sampled(dense, 0), {}, shape).perfect_local().has_value());
+  CHECK_FALSE(plan(pocl_cpu(), sampled(scattered, 0), {}, shape).perfect_local().has_value());
+  CHECK_FALSE(plan(h100(), sampled(scattered, 16384 / 32), {}, shape).perfect_local().has_value());
+  CHECK(plan(h100(), sampled(scattered, 16384 / 128), {}, shape).perfect_local().has_value());
+  auto unsampled = sampled(scattered, 0);
+  unsampled.sample_keys.clear();
+  CHECK_FALSE(plan(h100(), unsampled, {}, shape).perfect_local().has_value());
+  options off;
+  off.perfect_local_table = false;
+  CHECK_FALSE(plan(h100(), sampled(scattered, 0), off, shape).perfect_local().has_value());
+  // Options' true: any sample whose table fits, a CPU's and dense keys' too; not 4096 keys in
+  // 16-byte buckets at load 1/2 (128 KiB) on the H100.
+  options on;
+  on.perfect_local_table = true;
+  CHECK(plan(pocl_cpu(), sampled(dense, 0), on, shape).perfect_local().has_value());
+  CHECK_FALSE(plan(h100(), sampled(random_keys(4096), 0), on, shape).perfect_local().has_value());
 }

@@ -13,6 +13,7 @@
 #include <unistd.h>
 #include <iostream>
 #include <limits>
+#include <map>
 #include <random>
 #include <set>
 #include <sstream>
@@ -270,6 +271,23 @@ void check_same(gpuagg::result<Key, Outputs...> actual, const gpuagg::result<Key
         }(),
         ...);
   }(std::index_sequence_for<Outputs...>{});
+}
+
+/// `two`, a query over 64-bit keys split into two uint32 columns (high, low), has the groups and
+/// outputs of `one`, the same query over the 64-bit keys.
+template <class Two, class One>
+void check_split_keys(const Two& two, const One& one) {
+  REQUIRE(two.size() == one.size());
+  std::map<std::uint64_t, std::size_t> at;
+  for (std::size_t i = 0; i < one.size(); ++i) at[one.keys[i]] = i;
+  for (std::size_t i = 0; i < two.size(); ++i) {
+    const auto& [high, low] = two.keys[i];
+    const std::uint64_t key = std::uint64_t{high} << 32 | low;
+    REQUIRE(at.count(key) == 1);
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      ([&] { CHECK(std::get<I>(two.columns)[i] == std::get<I>(one.columns)[at[key]]); }(), ...);
+    }(std::make_index_sequence<std::tuple_size_v<decltype(one.columns)>>{});
+  }
 }
 
 /// Checks every element of a device result against the reference (both sorted by key here).

@@ -177,6 +177,14 @@ struct options {
   /// with it the hot-key table, only when the caller fixes the group count, the strategy, the
   /// configuration and the run cache and sets hot_table to false.
   std::optional<bool> hot_table;
+  /// Give WORKGROUPLOCAL a perfect local table: a perfect hash (detail/perfect_hash.hpp) of the
+  /// key sample's distinct keys, built on the host, so that a row finds its group's bucket in one
+  /// lookup instead of probing; a row whose key the sample missed goes to the global table.
+  /// Default: on a GPU, for keys spread wider than a dense range (which collide in a hash table,
+  /// where a SIMD group waits for its longest probe sequence) when the sample holds at most
+  /// detail::max_sample_keys distinct keys and seldom a key only once (query_planner::perfect_local).
+  /// true builds it from any sample that fits local memory (CPUs too); false never.
+  std::optional<bool> perfect_local_table;
   /// Runs per input block for PARTITION (kernels/partition.hpp): 1 turns it off, a power of two up to
   /// 1024 orders each block's rows into that many runs by the region of the table their home
   /// bucket lies in, so that the rows that update one region arrive together. Default (0): by

@@ -19,8 +19,8 @@
 //                                                        feasibility (each strategy's own rule
 //                                                        is its policy's, strategy.hpp)
 //   what a kernel gets         plan/kernel_features.hpp  run_cache, hot_table, cold_queue,
-//                                                        local_table_copies, max_probes,
-//                                                        plain_key_reads, variant_for
+//                                                        perfect_local, local_table_copies,
+//                                                        max_probes, plain_key_reads, variant_for
 //   whether to tune            plan/tuning.hpp           tuning
 // The plan's inputs and outputs (query_shape, input_profile, kernel_variant, tuning_plan) are
 // plain values in plan/inputs.hpp.
@@ -28,10 +28,12 @@
 #include <algorithm>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "detail/perfect_hash.hpp"
 #include "device_info.hpp"
 #include "error.hpp"
 #include "estimate.hpp"
@@ -61,6 +63,7 @@ class query_planner {
         entry_(entry_for(device_)) {
     opts_.ctx = nullptr;  // the plan never reaches the runtime
     hot_ = plan_hot_table();
+    perfect_ = plan_perfect_local();
   }
 
   const device_info& device() const noexcept { return device_; }
@@ -121,9 +124,16 @@ class query_planner {
   /// At most one run per bucket.
   std::uint32_t partitions(std::uint64_t rows, std::uint64_t capacity, bool interleaved_layout) const;
 
-  /// Buckets of WORKGROUPLOCAL's local table: every group planned where local memory holds them;
-  /// for scattered keys on a GPU, up to local_sparse_factor buckets a group within local memory.
+  /// Buckets of WORKGROUPLOCAL's local table: the perfect local table's (perfect_local), else
+  /// probed_local_capacity.
   std::uint64_t local_capacity() const;
+  /// Buckets of a probed local table: every group planned where local memory holds them; for
+  /// scattered keys on a GPU, up to local_sparse_factor buckets a group within local memory.
+  std::uint64_t probed_local_capacity() const;
+  /// Local memory of WORKGROUPLOCAL's local table in `copies` copies: table_layout_bytes, or for
+  /// the perfect local table its keys once, the copies' accumulators, a bit per entry in use and
+  /// the displacements.
+  std::uint64_t local_table_bytes(std::uint64_t copies) const;
   /// Scattered keys collide at load 1/2, and a GPU's SIMD group waits for its longest probe
   /// sequence. A local table lives only while its work group runs, and local memory beyond the
   /// groups' buckets would sit unused, so a sparser table costs little: load 1/32 at most. (A
@@ -295,6 +305,19 @@ class query_planner {
   /// queue only where their own work-group limits allow the configuration.
   kernel_variant variant_for(const execution_params& params) const;
 
+  /// WORKGROUPLOCAL's perfect local table (kernels/workgroup_local.hpp: GPUAGG_PERFECT_LOCAL): a
+  /// perfect hash of the key sample's distinct keys in a table at most half full, or none.
+  /// options' `perfect_local_table` if set (true: whenever the sample's keys are known and the
+  /// table fits local memory), else on a GPU for scattered keys (scattered_keys: a dense range
+  /// takes a bucket a key under multiply-shift already) whose probed local table would be fuller
+  /// than 1 / local_sparse_factor (sparser, it seldom probes twice, and its cheaper hash wins)
+  /// when the sample's keys are known (input_profile::sample_keys) and the rows whose keys it
+  /// missed, by Good-Turing's estimate, are at most perfect_max_unseen_share: each of them costs
+  /// a lookup and a global atomic. A row then finds its bucket in one lookup, and no SIMD group
+  /// waits for a long probe.
+  const std::optional<detail::perfect_hash>& perfect_local() const noexcept { return perfect_; }
+  static constexpr double perfect_max_unseen_share = 1.0 / 64;
+
   /// Copies of WORKGROUPLOCAL's local table per work group: options' `local_table_copies` if
   /// given, else as many as fit in a quarter of local memory, at most 32 (a SIMD group's width on
   /// most GPUs); a power of two, at most the work-group size. More copies spread the atomics of a
@@ -333,6 +356,8 @@ class query_planner {
   /// The hot-key table: the sample's frequent keys, as many as a table at most half full holds
   /// within hot_table_max_bytes of local memory (and a quarter of the device's).
   hot_table_plan plan_hot_table() const;
+  /// perfect_local's table, built from the profile's sample keys.
+  std::optional<detail::perfect_hash> plan_perfect_local() const;
 
   device_info device_;
   query_shape shape_;
@@ -342,6 +367,7 @@ class query_planner {
   std::uint64_t planned_groups_ = 1;
   plan_entry entry_;
   hot_table_plan hot_;
+  std::optional<detail::perfect_hash> perfect_;
 };
 
 }  // namespace gpuagg

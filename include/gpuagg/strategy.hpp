@@ -28,6 +28,7 @@ namespace gpuagg {
 //   Query::accumulator_bytes(j)     accumulator j's size
 //   Query::aggregate_count
 //   query.hot_keys_buffer()         the sample's frequent keys on the device (SHARED's hot-key table)
+//   query.perfect_local_buffer()    the perfect local table's keys and displacements on the device
 //   query.private_tables(buckets)   INDEPENDENT's private tables of at least `buckets` buckets
 
 /// SHARED: every work item updates the one global table with atomics. Always feasible.
@@ -116,7 +117,8 @@ struct workgroup_local_strategy {
   }
 
   /// The local table (`copies` interleaved copies of `capacity` buckets and the EMPTY_KEY
-  /// bucket), and the cold-row queue in the variant built with it.
+  /// bucket), the perfect local table's keys and displacements and the cold-row queue in the
+  /// variants built with them.
   template <class Query, class Variant>
   static auto aggregate_args(Query& query, const execution_params& params, const Variant& variant) {
     const auto& plan = query.plan();
@@ -124,9 +126,21 @@ struct workgroup_local_strategy {
     const std::uint64_t buckets = plan.local_capacity();
     const std::uint64_t copies = plan.local_table_copies(config);
     const std::uint64_t entries = (buckets + 1) * copies;
-    detail::kernels::workgroup_local_args args;
-    // Keys, or for direct addressing a bitmap of the entries in use (table_layout_bytes).
-    args.keys = {Query::identity_scheme ? (entries + 31) / 32 * 4 : entries * Query::key_bytes};
+    detail::kernels::workgroup_local_args<typename Query::buffer_type> args;
+    // Keys, or for direct addressing a bitmap of the entries in use (table_layout_bytes), or the
+    // perfect local table's keys once and a bitmap of its own (local_table_bytes).
+    args.keys = {Query::identity_scheme ? (entries + 31) / 32 * 4
+                 : variant.perfect_local ? buckets * Query::key_bytes
+                                         : entries * Query::key_bytes};
+    if (variant.perfect_local) {
+      const auto& hash = *plan.perfect_local();
+      auto& perfect = args.perfect.emplace();
+      perfect.keys = query.perfect_local_buffer();
+      perfect.group_mask = hash.group_mask();
+      perfect.seed = hash.seed;
+      perfect.used = {(entries + 31) / 32 * 4};
+      perfect.local_displacements = {hash.displacements.size() * 4};
+    }
     for (std::size_t j = 0; j < Query::aggregate_count; ++j) {
       args.accumulators.push_back({entries * Query::accumulator_bytes(j)});
     }

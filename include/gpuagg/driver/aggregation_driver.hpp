@@ -315,6 +315,7 @@ class aggregation_driver {
     bool hot_table = false;   // ran with the hot-key table
     bool cold_queue = false;  // ran with the cold-row queue
     bool private_groups = false;  // ran with private groups
+    bool perfect_local = false;   // ran with the perfect local table
   };
   /// The groups planned for, and where the number came from.
   struct group_estimate {
@@ -344,6 +345,7 @@ class aggregation_driver {
     aggregation_driver& driver;
     const query_planner& plan() const { return *driver.planner_; }
     cl::Buffer hot_keys_buffer() { return driver.hot_keys_on_device(); }
+    cl::Buffer perfect_local_buffer() { return driver.perfect_local_on_device(); }
     detail::kernels::table_arg<cl::Buffer> private_tables(std::uint64_t buckets) {
       return driver.private_tables(buckets);
     }
@@ -401,6 +403,7 @@ class aggregation_driver {
   void start_first_copies();
   void discard_early_copies();
   cl::Buffer hot_keys_on_device();
+  cl::Buffer perfect_local_on_device();
   detail::kernels::table_arg<cl::Buffer> private_tables(std::uint64_t buckets);
 
   // ---- the table and the counters (driver/table.hpp) ----
@@ -500,6 +503,10 @@ class aggregation_driver {
   mutable std::array<std::uint32_t, kernel_variant::count> kernel_limits_{};
   std::vector<bits_type> hot_keys_;  // the hot-key table's keys (query_planner::hot_keys), most frequent first
   cl::Buffer hot_keys_buffer_;       // hot_keys_ on the device (made on first use)
+  // The perfect local table (query_planner::perfect_local) as the kernel reads it: each bucket's
+  // key, then the displacements; and on the device (made on first use).
+  std::vector<bits_type> perfect_words_;
+  cl::Buffer perfect_buffer_;
   cl::Buffer meta_;
   detail::buffer_pool::pinned_buffer readback_;  // pinned host memory: the counters' copies, then FINALIZE's count
   std::uint64_t readback_class_ = 0;

@@ -7,6 +7,7 @@
 #error "include <gpuagg/driver.hpp>: driver/*.hpp implement its members"
 #endif
 
+#include <cstring>
 #include <string>
 #include <tuple>
 
@@ -224,6 +225,26 @@ cl::Buffer aggregation_driver<Bound>::hot_keys_on_device() {
                   "copying the hot keys");
   }
   return hot_keys_buffer_;
+}
+
+/// The perfect local table's keys, then its displacements, on the device: copied on first use,
+/// in one copy.
+template <class Bound>
+cl::Buffer aggregation_driver<Bound>::perfect_local_on_device() {
+  if (!perfect_buffer_()) {
+    const auto& hash = *planner_->perfect_local();
+    const std::size_t displacement_words =
+        (hash.displacements.size() * sizeof(cl_uint) + sizeof(bits_type) - 1) / sizeof(bits_type);
+    perfect_words_.assign(hash.keys.begin(), hash.keys.end());
+    perfect_words_.resize(hash.keys.size() + displacement_words, 0);
+    std::memcpy(perfect_words_.data() + hash.keys.size(), hash.displacements.data(),
+                hash.displacements.size() * sizeof(cl_uint));
+    const std::size_t bytes = perfect_words_.size() * sizeof(bits_type);
+    perfect_buffer_ = allocate(bytes, "the perfect local table");
+    detail::check(ctx_.compute_queue().enqueueWriteBuffer(perfect_buffer_, CL_FALSE, 0, bytes, perfect_words_.data()),
+                  "copying the perfect local table");
+  }
+  return perfect_buffer_;
 }
 
 }  // namespace gpuagg

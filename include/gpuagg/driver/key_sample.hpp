@@ -39,6 +39,9 @@ struct sample_profile {
   /// never any), at most max_frequent_keys. SHARED's hot-key table takes them (kernels/aggregate.hpp), and
   /// the group estimate sets them aside.
   std::vector<std::pair<std::uint64_t, std::uint32_t>> frequent;
+  /// Every distinct key (bits) where the sample holds at most max_sample_keys of them, in no
+  /// particular order (else empty): WORKGROUPLOCAL's perfect local table is built from them.
+  std::vector<std::uint64_t> keys;
 
   frequent_keys_summary frequent_summary() const {
     frequent_keys_summary summary;
@@ -58,6 +61,7 @@ struct sample_profile {
   }
 };
 inline constexpr std::size_t max_frequent_keys = 4096;
+inline constexpr std::size_t max_sample_keys = 4096;
 
 /// `neighbours[i]`: the key of sample row i's right neighbour in the input (empty: not known).
 template <class Bits>
@@ -139,7 +143,12 @@ sample_profile profile_sample(std::span<const Bits> sample, std::span<const Bits
     }
     profile.runs_share = pairs > 0 ? double(equal) / double(pairs) : 0.0;
   }
+  // One pass over the used slots (each a cache miss in a table larger than the caches' share):
+  // the keys, the frequent keys, and the slot cleared.
+  const bool keep_keys = used.size() <= max_sample_keys;
+  if (keep_keys) profile.keys.reserve(used.size());
   for (const auto at : used) {
+    if (keep_keys) profile.keys.push_back(static_cast<std::uint64_t>(table[at].key));
     if (table[at].count >= least) profile.frequent.emplace_back(static_cast<std::uint64_t>(table[at].key), table[at].count);
     table[at].count = 0;  // the scratch table is empty again for the next sample
   }

@@ -84,7 +84,8 @@ void aggregation_driver<Bound>::setup() {
   const bool estimate = !identity_scheme && !opts_.expected_groups;
   const auto profile_and_estimate = [&] {
     detail::input_estimate found;
-    if (estimate || !opts_.strategy || !opts_.config || !opts_.run_cache || opts_.hot_table.value_or(true)) {
+    if (estimate || !opts_.strategy || !opts_.config || !opts_.run_cache || opts_.hot_table.value_or(true) ||
+        opts_.perfect_local_table.value_or(false)) {
       detail::phase_clock sampling(stats_.host.sample);
       const auto sample = sample_keys();
       sampling.stop();
@@ -139,6 +140,12 @@ void aggregation_driver<Bound>::setup() {
   detail::phase_clock programs(stats_.host.programs);
   std::vector<context::program_request> needed;
   for (const auto strategy : planner_->strategies_to_build()) needed.push_back(program_request({strategy}));
+  if (planner_->perfect_local()) {
+    // WORKGROUPLOCAL's blocks run the perfect local table's build: it builds beside the others.
+    kernel_variant perfect{strategy_kind::workgroup_local};
+    perfect.perfect_local = true;
+    needed.push_back(program_request(perfect));
+  }
   ctx_.prefetch(needed);
   home_program_ = program({planner_->default_params().strategy});
   programs.stop();
@@ -202,6 +209,8 @@ void aggregation_driver<Bound>::make_planner(const detail::sample_profile& sampl
   profile.sample_size = sample.sample_size;
   profile.restartable = restartable_;
   for (const auto& [key, count] : sample.frequent) profile.frequent_counts.push_back(count);
+  profile.sample_keys = sample.keys;
+  profile.sample_once = sample.once;
   planner_.emplace(ctx_.info(), shape_, std::move(profile), opts_,
                    [this](const kernel_variant& variant) { return kernel_limit(variant); });
   block_rows_ = planner_->block_rows();

@@ -1,12 +1,14 @@
 #pragma once
-// WORKGROUPLOCAL's AGGREGATE kernel and the parameters it adds: the local table's, and the
-// cold-row queue's in builds with -DGPUAGG_COLD_QUEUE.
+// WORKGROUPLOCAL's AGGREGATE kernel and the parameters it adds: the local table's, the
+// cold-row queue's in builds with -DGPUAGG_COLD_QUEUE, and the perfect local table's in builds
+// with -DGPUAGG_PERFECT_LOCAL.
 
 #include <cstdint>
 #include <optional>
 #include <vector>
 
 #include "../detail/fixed_string.hpp"
+#include "../detail/perfect_hash.hpp"
 #include "aggregate.hpp"
 
 namespace gpuagg::detail::kernels {
@@ -19,7 +21,7 @@ namespace gpuagg::detail::kernels {
 // a SIMD group that share a hot key update different words instead of serializing on one. At
 // the end the copies are folded into copy 0 in local memory, and only copy 0 goes to the
 // global table: one global update per group and work group, as with a single copy.
-inline constexpr fixed_string aggregate_workgroup_local{R"CLC(
+inline constexpr auto aggregate_workgroup_local = perfect_hash_cl + fixed_string{R"CLC(
 #define GPUAGG_LOCAL_MAX_PROBES 64u
 // Direct addressing's local table (GPUAGG_DENSE_TABLE), like its global one, keeps no keys:
 // entry s (bucket s / copies of copy s % copies) holds key key_min + s / copies, and l_keys holds
@@ -38,6 +40,34 @@ inline uint gpuagg_insert_dense_local(__local uint* used, KEY_T k, uint capacity
 }
 #define GPUAGG_LOCAL_USED(s) (((((__local const uint*)l_keys)[(s) >> 5] >> ((s) & 31u)) & 1u) != 0u)
 #endif
+// The perfect local table (GPUAGG_PERFECT_LOCAL; detail/perfect_hash.hpp): the driver hands over
+// a perfect hash of the key sample's distinct keys, each bucket's key (`perfect_keys`, EMPTY_KEY
+// where none) and the displacements. A work group copies them into local memory and then only
+// looks keys up: a key has one bucket, holding it or another key, so no work item probes and no
+// SIMD group waits for its longest probe sequence. A row whose key the sample missed goes to the
+// global table. The displacements follow the keys in the driver's buffer (one copy to the
+// device). l_keys holds the keys once for every copy; l_used a bit per entry a row updated
+// (entry s = bucket s / copies of copy s % copies), so that only groups this work group saw reach
+// the global table.
+#if GPUAGG_PERFECT_LOCAL
+#define GPUAGG_PERFECT_PARAMS , __global const KEY_T* restrict perfect_keys, const uint perfect_group_mask, \
+  const ulong perfect_seed, __local uint* l_used, __local uint* l_displacement
+inline uint gpuagg_find_perfect_local(__local const KEY_T* keys, __local const uint* displacement, __local uint* used,
+                                      KEY_T k, uint capacity, uint group_mask, ulong seed, uint stride, uint lane) {
+  uint b = capacity;
+  if (k != EMPTY_KEY) {
+    b = gpuagg_perfect_bucket_local(k, seed, displacement, group_mask, capacity - 1u);
+    if (keys[b] != k) return GPUAGG_NO_SLOT;
+  }
+  const uint s = b * stride + lane;
+  const uint bit = 1u << (s & 31u);
+  if ((used[s >> 5] & bit) == 0u) atomic_or(used + (s >> 5), bit);
+  return b;
+}
+#define GPUAGG_LOCAL_USED(s) (((l_used[(s) >> 5] >> ((s) & 31u)) & 1u) != 0u)
+#else
+#define GPUAGG_PERFECT_PARAMS
+#endif
 #ifdef GPUAGG_COLD_QUEUE
 #define GPUAGG_COLD_QUEUE_PARAMS , __local KEY_T* q_keys, __local uint* q_rows, const uint cold_rows
 #else
@@ -45,19 +75,33 @@ inline uint gpuagg_insert_dense_local(__local uint* used, KEY_T k, uint capacity
 #endif
 __kernel void gpuagg_aggregate(GPUAGG_AGGREGATE_PARAMS, __local KEY_T* l_keys ACC_PARAMS(__local, l_),
                                const uint local_bits, const uint local_capacity, const uint copies
-                               GPUAGG_COLD_QUEUE_PARAMS) {
+                               GPUAGG_PERFECT_PARAMS GPUAGG_COLD_QUEUE_PARAMS) {
   __local uint l_special;
   GPUAGG_REBIND(g_, __global)
   GPUAGG_BEGIN_COUNTS()
   const uint entries = (local_capacity + 1u) * copies;
+#if GPUAGG_PERFECT_LOCAL
+  __global const uint* perfect_displacements = (__global const uint*)(perfect_keys + local_capacity);
+#endif
   for (uint s = get_local_id(0); s < entries; s += get_local_size(0)) {
 #if GPUAGG_DENSE_TABLE
     if (s < (entries + 31u) / 32u) ((__local uint*)l_keys)[s] = 0u;
+#elif GPUAGG_PERFECT_LOCAL
+    if (s < local_capacity) l_keys[s] = perfect_keys[s];
+    if (s < (entries + 31u) / 32u) l_used[s] = 0u;
+    if (s <= perfect_group_mask) l_displacement[s] = perfect_displacements[s];
 #else
     l_keys[s] = EMPTY_KEY;
 #endif
     ACC_INIT(l_, s)
   }
+#if GPUAGG_PERFECT_LOCAL
+  // Fewer entries than displacement groups only with far fewer copies than keys: never with
+  // the plan's tables (at most half full, four keys a group), but cheap to rule out.
+  for (uint s = entries + get_local_id(0); s <= perfect_group_mask; s += get_local_size(0)) {
+    l_displacement[s] = perfect_displacements[s];
+  }
+#endif
   if (get_local_id(0) == 0) l_special = 0;
   barrier(CLK_LOCAL_MEM_FENCE);
   const uint local_probes = min(local_capacity, GPUAGG_LOCAL_MAX_PROBES);
@@ -65,6 +109,10 @@ __kernel void gpuagg_aggregate(GPUAGG_AGGREGATE_PARAMS, __local KEY_T* l_keys AC
   uint local_claimed = 0;
 #if GPUAGG_DENSE_TABLE
 #define GPUAGG_LOCAL_SLOT(k) gpuagg_insert_dense_local((__local uint*)l_keys, k, local_capacity, key_min, copies, copy)
+#elif GPUAGG_PERFECT_LOCAL
+#define GPUAGG_LOCAL_SLOT(k) \
+  gpuagg_find_perfect_local(l_keys, l_displacement, l_used, k, local_capacity, perfect_group_mask, perfect_seed, \
+                            copies, copy)
 #else
 #define GPUAGG_LOCAL_SLOT(k) \
   gpuagg_insert_local(l_keys, k, local_bits, local_capacity, key_min, local_probes, &local_claimed, copies, copy, 1u)
@@ -141,10 +189,14 @@ __kernel void gpuagg_aggregate(GPUAGG_AGGREGATE_PARAMS, __local KEY_T* l_keys AC
         ACC_COMBINE_FROM(local, l_, local_capacity * copies, l_, s)
         continue;
       }
-#if GPUAGG_DENSE_TABLE
+#if GPUAGG_DENSE_TABLE || GPUAGG_PERFECT_LOCAL
       if (!GPUAGG_LOCAL_USED(s)) continue;
       const uint to = b * copies;  // the bucket's entry in copy 0: mark it used, then combine
+#if GPUAGG_DENSE_TABLE
       if (!GPUAGG_LOCAL_USED(to)) atomic_or((__local uint*)l_keys + (to >> 5), 1u << (to & 31u));
+#else
+      if (!GPUAGG_LOCAL_USED(to)) atomic_or(l_used + (to >> 5), 1u << (to & 31u));
+#endif
       ACC_COMBINE_FROM(local, l_, to, l_, s)
 #else
       const KEY_T k = l_keys[s];
@@ -165,6 +217,9 @@ __kernel void gpuagg_aggregate(GPUAGG_AGGREGATE_PARAMS, __local KEY_T* l_keys AC
 #if GPUAGG_DENSE_TABLE
     const KEY_T k = key_min + (KEY_T)b;
     const bool used = b < local_capacity && GPUAGG_LOCAL_USED(s);
+#elif GPUAGG_PERFECT_LOCAL
+    const KEY_T k = b < local_capacity ? l_keys[b] : EMPTY_KEY;
+    const bool used = b < local_capacity ? GPUAGG_LOCAL_USED(s) : l_special != 0;
 #else
     const KEY_T k = b < local_capacity ? l_keys[s] : EMPTY_KEY;
     const bool used = b < local_capacity ? k != EMPTY_KEY : l_special != 0;
@@ -188,15 +243,36 @@ struct cold_queue_args {
   }
 };
 
+/// GPUAGG_PERFECT_PARAMS: perfect_keys, perfect_group_mask, perfect_seed, l_used, l_displacement
+/// (the last two in local memory).
+template <class Buffer>
+struct perfect_local_args {
+  Buffer keys;  ///< each bucket's key (EMPTY_KEY where none), then a word per displacement group
+  std::uint32_t group_mask = 0;
+  std::uint64_t seed = 0;
+  local_memory used;
+  local_memory local_displacements;
+  template <class F>
+  void for_each(F& f) const {
+    f(keys);
+    f(group_mask);
+    f(seed);
+    f(used);
+    f(local_displacements);
+  }
+};
+
 /// WORKGROUPLOCAL's parameters after GPUAGG_AGGREGATE_PARAMS: l_keys ACC_PARAMS(l_) (local
-/// memory), local_bits, local_capacity, copies GPUAGG_COLD_QUEUE_PARAMS.
+/// memory), local_bits, local_capacity, copies GPUAGG_PERFECT_PARAMS GPUAGG_COLD_QUEUE_PARAMS.
+template <class Buffer>
 struct workgroup_local_args {
-  local_memory keys;  ///< keys, or for direct addressing a bitmap of the entries in use
+  local_memory keys;  ///< keys (the perfect local table's once), or for direct addressing a bitmap of the entries in use
   std::vector<local_memory> accumulators;
   std::uint32_t bits = 0;
   std::uint32_t capacity = 0;  ///< buckets of one copy
   std::uint32_t copies = 1;
-  std::optional<cold_queue_args> cold_queue;  ///< exactly in builds with -DGPUAGG_COLD_QUEUE
+  std::optional<perfect_local_args<Buffer>> perfect;  ///< exactly in builds with -DGPUAGG_PERFECT_LOCAL
+  std::optional<cold_queue_args> cold_queue;          ///< exactly in builds with -DGPUAGG_COLD_QUEUE
   template <class F>
   void for_each(F& f) const {
     f(keys);
@@ -204,6 +280,7 @@ struct workgroup_local_args {
     f(bits);
     f(capacity);
     f(copies);
+    f(perfect);
     f(cold_queue);
   }
 };

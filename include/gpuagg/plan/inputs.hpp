@@ -51,25 +51,32 @@ struct input_profile {
   /// sample's size: they decide the hot-key table.
   std::vector<std::uint32_t> frequent_counts;
   std::size_t sample_size = 0;
+  /// The sample's distinct keys (table words) where it holds at most detail::max_sample_keys
+  /// (else empty), and how many of them it saw once: Good-Turing's estimate of the rows whose
+  /// keys the sample missed is sample_once / sample_size (the perfect local table).
+  std::vector<std::uint64_t> sample_keys;
+  std::uint64_t sample_once = 0;
   /// The query can run again from its input if its spill area overflows (group_by and
   /// group_by_on_device: the driver's caller restarts it); see query_planner::spill_capacity.
   bool restartable = false;
 };
 
 /// An AGGREGATE program variant: a strategy, built with or without the run cache, the hot-key
-/// table and the cold-row queue (kernels/aggregate.hpp: GPUAGG_RUN_CACHE, GPUAGG_HOT_TABLE;
-/// kernels/workgroup_local.hpp: GPUAGG_COLD_QUEUE). Each has its own work-group limit.
+/// table, the cold-row queue and the perfect local table (kernels/aggregate.hpp: GPUAGG_RUN_CACHE,
+/// GPUAGG_HOT_TABLE; kernels/workgroup_local.hpp: GPUAGG_COLD_QUEUE, GPUAGG_PERFECT_LOCAL). Each has
+/// its own work-group limit.
 struct kernel_variant {
   strategy_kind strategy = strategy_kind::shared;
   bool run_cache = false;
   bool hot_table = false;
   bool cold_queue = false;
   bool private_groups = false;  ///< four groups per work item in private variables (never with the three above)
+  bool perfect_local = false;   ///< WORKGROUPLOCAL's perfect local table (GPUAGG_PERFECT_LOCAL)
 
-  static constexpr std::size_t count = 48;
+  static constexpr std::size_t count = 96;
   constexpr std::size_t index() const noexcept {
     return static_cast<std::size_t>(strategy) * 8 + (run_cache ? 1 : 0) + (hot_table ? 2 : 0) + (cold_queue ? 4 : 0) +
-           (private_groups ? 24 : 0);
+           (private_groups ? 24 : 0) + (perfect_local ? 48 : 0);
   }
 };
 

@@ -1,7 +1,7 @@
 #pragma once
 // What a kernel gets beyond its strategy: the run cache and its hot-key register, private
-// groups for a query of at most four groups, SHARED's
-// hot-key table, WORKGROUPLOCAL's cold-row queue and replicated local tables, the global
+// groups for a query of at most four groups, SHARED's hot-key table, WORKGROUPLOCAL's cold-row
+// queue, perfect local table and replicated local tables, the global
 // table's probe limit and whether its keys are read through the cache; and which program
 // variant a block runs.
 
@@ -10,6 +10,10 @@
 #endif
 
 #include <algorithm>
+#include <optional>
+
+#include "../detail/bits.hpp"
+#include "../detail/perfect_hash.hpp"
 
 namespace gpuagg {
 
@@ -43,7 +47,7 @@ inline bool query_planner::cold_queue(const execution_params& params) const {
 }
 
 inline std::uint32_t query_planner::cold_rows_per_item(const launch_config& config) const {
-  const std::uint64_t table = table_layout_bytes(local_capacity(), local_table_copies(config));
+  const std::uint64_t table = local_table_bytes(local_table_copies(config));
   const std::uint64_t entry = std::uint64_t{config.work_group_size} * (shape_.key_bytes + 4);
   for (std::uint32_t rows = 8; rows >= 2; rows /= 2) {
     if (table + rows * entry + 64 <= device_.local_mem_bytes) return rows;
@@ -52,29 +56,54 @@ inline std::uint32_t query_planner::cold_rows_per_item(const launch_config& conf
 }
 
 inline kernel_variant query_planner::variant_for(const execution_params& params) const {
-  kernel_variant v{params.strategy};
+  // The perfect local table changes only how WORKGROUPLOCAL finds a row's local bucket; the
+  // run cache and the cold-row queue run in front of it as in front of a probed table.
+  const bool perfect = params.strategy == strategy_kind::workgroup_local && perfect_.has_value();
+  const auto with = [&](bool run_cache, bool hot, bool cold, bool private_four) {
+    kernel_variant candidate{params.strategy, run_cache, hot, cold, private_four};
+    candidate.perfect_local = perfect;
+    return candidate;
+  };
   const auto fits = [&](const kernel_variant& candidate) {
     return params.config.work_group_size <= max_work_group_size(candidate);
   };
-  v.run_cache = run_cache(params) && fits({params.strategy, true});
-  v.hot_table = hot_table(params) && fits({params.strategy, v.run_cache, true});
-  v.cold_queue = v.run_cache && cold_queue(params) && fits({params.strategy, true, false, true});
-  if (!v.run_cache && !v.hot_table && private_groups(params)) {
-    kernel_variant candidate{params.strategy};
-    candidate.private_groups = true;
-    v.private_groups = fits(candidate);
-  }
+  kernel_variant v = with(false, false, false, false);
+  v.run_cache = run_cache(params) && fits(with(true, false, false, false));
+  v.hot_table = hot_table(params) && fits(with(v.run_cache, true, false, false));
+  v.cold_queue = v.run_cache && cold_queue(params) && fits(with(true, false, true, false));
+  if (!v.run_cache && !v.hot_table && private_groups(params)) v.private_groups = fits(with(false, false, false, true));
   return v;
 }
 
+inline std::optional<detail::perfect_hash> query_planner::plan_perfect_local() const {
+  if (shape_.identity_scheme || profile_.sample_keys.empty() || profile_.sample_size == 0) return std::nullopt;
+  if (opts_.perfect_local_table) {
+    if (!*opts_.perfect_local_table) return std::nullopt;
+  } else {
+    const double unseen = double(profile_.sample_once) / double(profile_.sample_size);
+    if (!device_.is_gpu || !scattered_keys() || unseen > perfect_max_unseen_share) return std::nullopt;
+    if (probed_local_capacity() >= sizing_groups() * local_sparse_factor) return std::nullopt;
+  }
+  const std::uint64_t empty_key = shape_.key_bytes == 8 ? ~std::uint64_t{0} : std::uint64_t{0xFFFFFFFFu};
+  const std::uint64_t buckets = detail::next_pow2(std::max<std::uint64_t>(2 * profile_.sample_keys.size(), 16));
+  if (buckets > device_.local_mem_bytes) return std::nullopt;  // far too large; no build to find out
+  auto hash = detail::build_perfect_hash(profile_.sample_keys, static_cast<std::uint32_t>(buckets), empty_key);
+  if (!hash) return std::nullopt;
+  const std::uint64_t entries = buckets + 1;
+  const std::uint64_t bytes = buckets * shape_.key_bytes + entries * (shape_.bucket_bytes - shape_.key_bytes) +
+                              (entries + 31) / 32 * 4 + hash->displacements.size() * 4;
+  if (bytes + 64 > device_.local_mem_bytes) return std::nullopt;
+  return hash;
+}
+
 inline std::uint32_t query_planner::local_table_copies(const launch_config& config) const {
-  const std::uint64_t copy_bytes = table_layout_bytes(local_capacity(), 1);
-  const std::uint64_t budget =
-      opts_.local_table_copies ? opts_.local_table_copies * copy_bytes : device_.local_mem_bytes / 4;
+  // A probed table's copies are whole tables; the perfect local table's copies share its keys.
+  const std::uint64_t copy_bytes = local_table_bytes(1);
+  const auto bytes = [&](std::uint64_t copies) { return perfect_ ? local_table_bytes(copies) : copies * copy_bytes; };
+  const std::uint64_t budget = opts_.local_table_copies ? bytes(opts_.local_table_copies) : device_.local_mem_bytes / 4;
   std::uint32_t copies = 1;
   const std::uint32_t limit = std::min<std::uint32_t>(opts_.local_table_copies ? 1024 : 32, config.work_group_size);
-  while (copies * 2 <= limit && (copies * 2) * copy_bytes <= budget &&
-         (copies * 2) * copy_bytes + 64 <= device_.local_mem_bytes) {
+  while (copies * 2 <= limit && bytes(copies * 2) <= budget && bytes(copies * 2) + 64 <= device_.local_mem_bytes) {
     copies *= 2;
   }
   return copies;

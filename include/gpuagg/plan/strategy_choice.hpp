@@ -71,7 +71,7 @@ inline execution_params query_planner::default_params() const {
     return execution_params{strategy_kind::workgroup_local, initial_config(strategy_kind::workgroup_local)};
   };
   if (local_table_fits() && feasible(local())) {
-    const bool large = table_layout_bytes(local_capacity(), 1) > device_.local_mem_bytes / 4;
+    const bool large = local_table_bytes(1) > device_.local_mem_bytes / 4;
     return shape_.identity_scheme && dominant && large ? shared() : local();
   }
   if (hot_table(shared()) || (shape_.identity_scheme && hot >= dominant_key_share)) return shared();

@@ -88,11 +88,23 @@ inline std::uint64_t query_planner::small_table_buckets() const {
 }
 
 inline std::uint64_t query_planner::local_capacity() const {
+  return perfect_ ? perfect_->capacity() : probed_local_capacity();
+}
+
+inline std::uint64_t query_planner::probed_local_capacity() const {
   const std::uint64_t needed = small_table_buckets();
   const std::uint64_t fits = max_local_buckets();
   if (needed >= fits || !scattered_keys() || !device_.is_gpu) return std::min(needed, fits);
   const std::uint64_t sparse = detail::next_pow2(std::max<std::uint64_t>(sizing_groups(), 1) * local_sparse_factor);
   return std::max(needed, std::min(sparse, fits));
+}
+
+inline std::uint64_t query_planner::local_table_bytes(std::uint64_t copies) const {
+  if (!perfect_) return table_layout_bytes(local_capacity(), copies);
+  const std::uint64_t buckets = perfect_->capacity();
+  const std::uint64_t entries = (buckets + 1) * copies;
+  return buckets * shape_.key_bytes + entries * (shape_.bucket_bytes - shape_.key_bytes) + (entries + 31) / 32 * 4 +
+         perfect_->displacements.size() * 4;
 }
 
 inline std::uint64_t query_planner::max_local_buckets() const {
