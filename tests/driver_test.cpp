@@ -15,10 +15,6 @@ using namespace gpuagg_test;
 
 namespace {
 
-const auto sum_count_min = select(sum(col<0>), count(), min(col<0>));
-using sum_count_min_bound =
-    bound_query<single_key<std::uint64_t>, std::remove_const_t<decltype(sum_count_min)>, std::int64_t>;
-
 struct input {
   std::vector<std::uint64_t> keys;
   std::vector<std::int64_t> vals;

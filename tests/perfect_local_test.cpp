@@ -11,10 +11,6 @@ using namespace gpuagg_test;
 
 namespace {
 
-const auto sum_count_min = select(sum(col<0>), count(), min(col<0>));
-using sum_count_min_bound =
-    bound_query<single_key<std::uint64_t>, std::remove_const_t<decltype(sum_count_min)>, std::int64_t>;
-
 std::vector<std::uint64_t> distinct_keys(std::size_t n, std::mt19937_64& rng) {
   std::unordered_set<std::uint64_t> seen;
   std::vector<std::uint64_t> keys;

@@ -273,6 +273,12 @@ void check_same(gpuagg::result<Key, Outputs...> actual, const gpuagg::result<Key
   }(std::index_sequence_for<Outputs...>{});
 }
 
+/// sum, count and min of an int64 column by uint64 keys, and its bound query (the reference's).
+inline const auto sum_count_min =
+    gpuagg::select(gpuagg::sum(gpuagg::col<0>), gpuagg::count(), gpuagg::min(gpuagg::col<0>));
+using sum_count_min_bound = gpuagg::bound_query<gpuagg::single_key<std::uint64_t>,
+                                                std::remove_const_t<decltype(sum_count_min)>, std::int64_t>;
+
 /// `two`, a query over 64-bit keys split into two uint32 columns (high, low), has the groups and
 /// outputs of `one`, the same query over the 64-bit keys.
 template <class Two, class One>

@@ -358,6 +358,8 @@ class query_planner {
   hot_table_plan plan_hot_table() const;
   /// perfect_local's table, built from the profile's sample keys.
   std::optional<detail::perfect_hash> plan_perfect_local() const;
+  /// local_table_bytes of a perfect local table `hash` in `copies` copies.
+  std::uint64_t perfect_table_bytes(const detail::perfect_hash& hash, std::uint64_t copies) const;
 
   device_info device_;
   query_shape shape_;

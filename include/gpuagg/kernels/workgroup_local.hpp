@@ -89,19 +89,13 @@ __kernel void gpuagg_aggregate(GPUAGG_AGGREGATE_PARAMS, __local KEY_T* l_keys AC
 #elif GPUAGG_PERFECT_LOCAL
     if (s < local_capacity) l_keys[s] = perfect_keys[s];
     if (s < (entries + 31u) / 32u) l_used[s] = 0u;
+    // Displacement groups are at most the keys (perfect_keys_per_group), fewer than the entries.
     if (s <= perfect_group_mask) l_displacement[s] = perfect_displacements[s];
 #else
     l_keys[s] = EMPTY_KEY;
 #endif
     ACC_INIT(l_, s)
   }
-#if GPUAGG_PERFECT_LOCAL
-  // Fewer entries than displacement groups only with far fewer copies than keys: never with
-  // the plan's tables (at most half full, four keys a group), but cheap to rule out.
-  for (uint s = entries + get_local_id(0); s <= perfect_group_mask; s += get_local_size(0)) {
-    l_displacement[s] = perfect_displacements[s];
-  }
-#endif
   if (get_local_id(0) == 0) l_special = 0;
   barrier(CLK_LOCAL_MEM_FENCE);
   const uint local_probes = min(local_capacity, GPUAGG_LOCAL_MAX_PROBES);

@@ -88,11 +88,7 @@ inline std::optional<detail::perfect_hash> query_planner::plan_perfect_local() c
   const std::uint64_t buckets = detail::next_pow2(std::max<std::uint64_t>(2 * profile_.sample_keys.size(), 16));
   if (buckets > device_.local_mem_bytes) return std::nullopt;  // far too large; no build to find out
   auto hash = detail::build_perfect_hash(profile_.sample_keys, static_cast<std::uint32_t>(buckets), empty_key);
-  if (!hash) return std::nullopt;
-  const std::uint64_t entries = buckets + 1;
-  const std::uint64_t bytes = buckets * shape_.key_bytes + entries * (shape_.bucket_bytes - shape_.key_bytes) +
-                              (entries + 31) / 32 * 4 + hash->displacements.size() * 4;
-  if (bytes + 64 > device_.local_mem_bytes) return std::nullopt;
+  if (!hash || perfect_table_bytes(*hash, 1) + 64 > device_.local_mem_bytes) return std::nullopt;
   return hash;
 }
 

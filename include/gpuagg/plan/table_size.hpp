@@ -100,11 +100,14 @@ inline std::uint64_t query_planner::probed_local_capacity() const {
 }
 
 inline std::uint64_t query_planner::local_table_bytes(std::uint64_t copies) const {
-  if (!perfect_) return table_layout_bytes(local_capacity(), copies);
-  const std::uint64_t buckets = perfect_->capacity();
+  return perfect_ ? perfect_table_bytes(*perfect_, copies) : table_layout_bytes(local_capacity(), copies);
+}
+
+inline std::uint64_t query_planner::perfect_table_bytes(const detail::perfect_hash& hash, std::uint64_t copies) const {
+  const std::uint64_t buckets = hash.capacity();
   const std::uint64_t entries = (buckets + 1) * copies;
   return buckets * shape_.key_bytes + entries * (shape_.bucket_bytes - shape_.key_bytes) + (entries + 31) / 32 * 4 +
-         perfect_->displacements.size() * 4;
+         hash.displacements.size() * 4;
 }
 
 inline std::uint64_t query_planner::max_local_buckets() const {
