@@ -450,7 +450,8 @@ struct report {
              "estimate,estimate_source,estimate_ratio,plan_level,strategy,work_groups_per_cu,work_group_size,blocks,"
              "configs,table_capacity,growths,peak_device_bytes,programs_built,setup_ms,estimate_kernel_ms,host_sample_ms,"
              "host_profile_ms,host_estimate_ms,host_programs_ms,host_buffers_ms,host_enqueue_ms,host_wait_ms,"
-             "host_growth_ms,host_finalize_ms,verified,spill_capacity,spill_restarts,perfect_local_blocks\n";
+             "host_growth_ms,host_finalize_ms,verified,spill_capacity,spill_restarts,perfect_local_blocks,"
+             "range_local_blocks\n";
     }
   }
 
@@ -480,10 +481,13 @@ struct report {
                                st.host.enqueue, st.host.wait, st.host.growth, st.host.finalize}) {
       csv << ',' << phase * 1e3;
     }
-    std::size_t perfect = 0;
-    for (const auto& b : st.blocks) perfect += b.perfect_local ? 1 : 0;
-    csv << ',' << (r.verified ? 1 : 0) << ',' << st.spill_capacity << ',' << st.spill_restarts << ',' << perfect
-        << '\n';
+    std::size_t perfect = 0, range = 0;
+    for (const auto& b : st.blocks) {
+      perfect += b.perfect_local ? 1 : 0;
+      range += b.range_local ? 1 : 0;
+    }
+    csv << ',' << (r.verified ? 1 : 0) << ',' << st.spill_capacity << ',' << st.spill_restarts << ',' << perfect << ','
+        << range << '\n';
     csv.flush();
   }
 };

@@ -1,9 +1,10 @@
 // Seeded differential fuzzing: random queries over key types (narrow, wide, composite), sizes
 // (0 rows, 1, block boundaries), distributions, schemes, strategies and configurations, hints
-// (none, right, wildly wrong), block sizes, input kinds and the perfect local table, each checked against a reference
-// written here (a std::map of count, wrapping 64-bit sum, min and max: no aggregate policy,
-// identity or expression typing of the library's). Configurations are at most 4 x 128 work
-// items, which every device runs: the typed error for one it cannot is error_test's.
+// (none, right, wildly wrong), block sizes, input kinds, dense key ranges and the perfect and
+// range local tables, each checked against a reference written here (a std::map of count,
+// wrapping 64-bit sum, min and max: no aggregate policy, identity or expression typing of the
+// library's). Configurations are at most 4 x 128 work items, which every device runs: the
+// typed error for one it cannot is error_test's.
 //
 //   GPUAGG_FUZZ_SEED=N    replay one run (the seed is printed on failure, and at the start)
 //   GPUAGG_FUZZ_BUDGET=N  cases to run (default 12: CI's fixed budget; the case seeds derive
@@ -56,6 +57,8 @@ struct fuzz_case {
   std::size_t block_rows = 0;  // 0: the default block size
   input_kind kind = input_kind::vector;
   std::optional<bool> perfect;  // options::perfect_local_table (WORKGROUPLOCAL's perfect local table)
+  std::optional<bool> range;    // options::range_local_table (WORKGROUPLOCAL's range local table)
+  bool dense = false;           // hashed single keys: a dense range of keys instead of the extremes and random ones
 
   static fuzz_case draw(std::mt19937_64& rng) {
     fuzz_case c;
@@ -87,6 +90,8 @@ struct fuzz_case {
     }
     c.kind = static_cast<input_kind>(rng() % 5);
     if (rng() % 3 == 0) c.perfect = rng() % 2 == 0;
+    if (rng() % 3 == 0) c.range = rng() % 2 == 0;
+    c.dense = rng() % 3 == 0;
     return c;
   }
 };
@@ -124,6 +129,17 @@ void run_case(const fuzz_case& c, std::mt19937_64& rng) {
   } else if constexpr (Scheme::is_identity) {
     opts.domain = key_domain(std::numeric_limits<K>::min(), std::numeric_limits<K>::max());
     dictionary = key_dictionary<K>(std::min<std::size_t>(c.groups, 60'000), rng);
+  } else if (c.dense) {
+    // A range of consecutive keys from anywhere in the type's range (the range local table's
+    // case), up to its largest key.
+    const std::size_t n = std::min<std::size_t>(c.groups, std::size_t{1} << (8 * sizeof(K) - 2));
+    const auto top = static_cast<std::uint64_t>(std::numeric_limits<K>::max()) -
+                     static_cast<std::uint64_t>(std::numeric_limits<K>::min()) - (n - 1);
+    // (One 64-bit key may start anywhere: top + 1 wraps to 0.)
+    const std::uint64_t base = rng() % 4 == 0 ? top : top == ~std::uint64_t{0} ? rng() : rng() % (top + 1);
+    for (std::size_t i = 0; i < n; ++i) {
+      dictionary.push_back(static_cast<K>(static_cast<std::uint64_t>(std::numeric_limits<K>::min()) + base + i));
+    }
   } else {
     const std::size_t most = std::size_t{1} << std::min<std::size_t>(8 * sizeof(K) - 1, 20);
     dictionary = key_dictionary<K>(std::min(c.groups, most), rng);
@@ -151,6 +167,7 @@ void run_case(const fuzz_case& c, std::mt19937_64& rng) {
   opts.config = c.config;
   opts.expected_groups = c.hint;
   opts.perfect_local_table = c.perfect;
+  opts.range_local_table = c.range;
   if (c.block_rows) opts.block_bytes = c.block_rows * 8;  // the widest column: int64 (keys at most 8 bytes)
 
   using result_t = result<K, std::uint64_t, std::int64_t, std::int64_t, std::int64_t, std::uint64_t, std::uint8_t>;
@@ -276,6 +293,9 @@ TEST_CASE("differential fuzz: random queries against a reference written in the 
     CAPTURE(kind_name(c.kind));
     CAPTURE(c.perfect.has_value());
     CAPTURE(c.perfect.value_or(false));
+    CAPTURE(c.range.has_value());
+    CAPTURE(c.range.value_or(false));
+    CAPTURE(c.dense);
     switch (key_kind) {
       case 0: run_case<std::uint32_t, hashing<>>(c, rng); break;
       case 1: run_case<std::int64_t, hashing<murmur3_finalizer, quadratic_probing>>(c, rng); break;

@@ -502,7 +502,11 @@ TEST_CASE("WORKGROUPLOCAL's local table: scattered keys take up to 32 buckets a 
     return p;
   };
   const double spread = 4294967296.0;
-  CHECK(plan(h100(), with_span(64, 64)).local_capacity() == 128);  // a dense range: load 1/2
+  // A dense range: its range table (one bucket a key), else a probed table at load 1/2.
+  CHECK(plan(h100(), with_span(64, 64)).local_capacity() == 64);
+  options probed;
+  probed.range_local_table = false;
+  CHECK(plan(h100(), with_span(64, 64), probed).local_capacity() == 128);
   CHECK(plan(h100(), with_span(4, spread)).local_capacity() == 128);
   CHECK(plan(h100(), with_span(64, spread)).local_capacity() == 2048);
   CHECK(plan(h100(), with_span(256, spread)).local_capacity() == 2048);   // local memory's bound
@@ -636,4 +640,57 @@ TEST_CASE("a perfect local table for scattered keys on a GPU whose sample saw ev
   on.perfect_local_table = true;
   CHECK(plan(pocl_cpu(), sampled(dense, 0), on, shape).perfect_local().has_value());
   CHECK_FALSE(plan(h100(), sampled(random_keys(4096), 0), on, shape).perfect_local().has_value());
+}
+
+TEST_CASE("a range local table for a dense range of keys on a GPU: up to about 6,000 keys in 48 KiB") {
+  // One uint32 key and a 64-bit sum (the recorded shape): 8 bytes and a bit a bucket.
+  const auto dense = [](std::uint64_t lowest, std::uint64_t span) {
+    input_profile p = uniform_input(span);
+    p.key_lowest = lowest;
+    p.key_span = double(span);
+    return p;
+  };
+  const auto chosen = plan(h100(), dense(1000, 4096));
+  REQUIRE(chosen.range_local().has_value());
+  CHECK(chosen.range_local()->lowest == 1000);
+  CHECK(chosen.range_local()->buckets == 4096);
+  CHECK(chosen.local_capacity() == 4096);
+  CHECK(chosen.local_table_bytes(1) == 4097 * 8 + 129 * 4);
+  CHECK(chosen.local_table_fits());
+  CHECK_FALSE(chosen.perfect_local().has_value());
+  // 4096 groups: a probed table (8192 buckets of 12 bytes) does not fit, SHARED without the
+  // range; WORKGROUPLOCAL with it, whose blocks run the range table's build.
+  CHECK(chosen.default_params().strategy == strategy_kind::workgroup_local);
+  CHECK(chosen.strategies_to_build() == std::vector<strategy_kind>{strategy_kind::workgroup_local});
+  CHECK(chosen.infeasibility({strategy_kind::workgroup_local, launch_config{8, 256}}, true).empty());
+  CHECK(chosen.variant_for({strategy_kind::workgroup_local, launch_config{8, 256}}).range_local);
+  CHECK_FALSE(chosen.variant_for({strategy_kind::workgroup_local, launch_config{8, 256}}).perfect_local);
+  CHECK_FALSE(chosen.variant_for({strategy_kind::shared, launch_config{8, 256}}).range_local);
+  options off;
+  off.range_local_table = false;
+  const auto probed = plan(h100(), dense(1000, 4096), off);
+  CHECK_FALSE(probed.range_local().has_value());
+  CHECK_FALSE(probed.local_table_fits());
+  CHECK(probed.default_params().strategy == strategy_kind::shared);
+  // Small ranges: copies of the range's accumulators, not of a probed table of twice the buckets.
+  const auto small = plan(h100(), dense(0, 16));
+  REQUIRE(small.range_local().has_value());
+  CHECK(small.local_table_copies({8, 256}) >= plan(h100(), dense(0, 16), off).local_table_copies({8, 256}));
+  // The most that fits 48 KiB less the kernel's 64 bytes: (n + 1) * 8 + (n + 1) / 32 * 4 bytes.
+  CHECK(plan(h100(), dense(0, 6000)).range_local().has_value());
+  CHECK_FALSE(plan(h100(), dense(0, 6100)).range_local().has_value());
+  // Not for a range wider than local memory, a CPU (its local memory is its caches, where the
+  // probed table runs as well), an input not sampled, direct addressing; options' true on a CPU.
+  CHECK_FALSE(plan(h100(), dense(0, std::uint64_t{1} << 32)).range_local().has_value());
+  CHECK_FALSE(plan(pocl_cpu(), dense(0, 1024)).range_local().has_value());
+  auto unsampled = dense(0, 1024);
+  unsampled.sampled = false;
+  CHECK_FALSE(plan(h100(), unsampled).range_local().has_value());
+  query_shape direct = recorded_shape();
+  direct.identity_scheme = true;
+  direct.domain_size = 1024;
+  CHECK_FALSE(plan(h100(), dense(0, 1024), {}, direct).range_local().has_value());
+  options on;
+  on.range_local_table = true;
+  CHECK(plan(pocl_cpu(), dense(0, 1024), on).range_local().has_value());
 }

@@ -185,6 +185,15 @@ struct options {
   /// detail::max_sample_keys distinct keys and seldom a key only once (query_planner::perfect_local).
   /// true builds it from any sample that fits local memory (CPUs too); false never.
   std::optional<bool> perfect_local_table;
+  /// Give WORKGROUPLOCAL a range local table: direct addressing in local memory over the key
+  /// sample's range of key words (accumulators and a bit per key, no keys), so that a row's key
+  /// is its bucket and no row probes; a row whose key lies outside the range goes to the global
+  /// table, which stays a hash table. Default: on a GPU, where the range fits local memory beside
+  /// nothing else (query_planner::range_local): a dense range of a few thousand keys, which a
+  /// probed table of keys and accumulators at load 1/2 fits only up to half as many groups.
+  /// true: wherever the range fits (CPUs too); false never. Takes precedence over
+  /// perfect_local_table.
+  std::optional<bool> range_local_table;
   /// Runs per input block for PARTITION (kernels/partition.hpp): 1 turns it off, a power of two up to
   /// 1024 orders each block's rows into that many runs by the region of the table their home
   /// bucket lies in, so that the rows that update one region arrive together. Default (0): by

@@ -110,7 +110,7 @@ struct workgroup_local_strategy {
   template <class Plan>
   static std::string infeasibility(const Plan& plan, const launch_config&, bool strict) {
     const auto fits = plan.max_local_buckets();
-    if (strict ? fits >= plan.small_table_buckets() : fits >= 2) return {};
+    if (strict ? plan.local_table_fits() : fits >= 2 || plan.range_local()) return {};
     return "a local table of " + std::to_string(plan.small_table_buckets()) + " buckets (" +
            std::to_string(plan.table_layout_bytes(plan.small_table_buckets(), 1)) + " bytes) exceeds local memory (" +
            std::to_string(plan.device().local_mem_bytes) + " bytes)";
@@ -126,12 +126,13 @@ struct workgroup_local_strategy {
     const std::uint64_t buckets = plan.local_capacity();
     const std::uint64_t copies = plan.local_table_copies(config);
     const std::uint64_t entries = (buckets + 1) * copies;
-    detail::kernels::workgroup_local_args<typename Query::buffer_type> args;
+    detail::kernels::workgroup_local_args<typename Query::buffer_type, typename Query::bits_type> args;
     // Keys, or for direct addressing a bitmap of the entries in use (table_layout_bytes), or the
     // perfect local table's keys once and a bitmap of its own (local_table_bytes).
-    args.keys = {Query::identity_scheme ? (entries + 31) / 32 * 4
-                 : variant.perfect_local ? buckets * Query::key_bytes
-                                         : entries * Query::key_bytes};
+    args.keys = {Query::identity_scheme || variant.range_local ? (entries + 31) / 32 * 4
+                 : variant.perfect_local                          ? buckets * Query::key_bytes
+                                                                  : entries * Query::key_bytes};
+    if (variant.range_local) args.range_lowest = static_cast<typename Query::bits_type>(plan.range_local()->lowest);
     if (variant.perfect_local) {
       const auto& hash = *plan.perfect_local();
       auto& perfect = args.perfect.emplace();
@@ -144,7 +145,7 @@ struct workgroup_local_strategy {
     for (std::size_t j = 0; j < Query::aggregate_count; ++j) {
       args.accumulators.push_back({entries * Query::accumulator_bytes(j)});
     }
-    args.bits = Query::identity_scheme ? 0 : detail::log2_exact(buckets);
+    args.bits = Query::identity_scheme || variant.range_local ? 0 : detail::log2_exact(buckets);
     args.capacity = static_cast<std::uint32_t>(buckets);
     args.copies = static_cast<std::uint32_t>(copies);
     if (variant.cold_queue) {

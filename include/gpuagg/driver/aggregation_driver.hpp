@@ -316,6 +316,7 @@ class aggregation_driver {
     bool cold_queue = false;  // ran with the cold-row queue
     bool private_groups = false;  // ran with private groups
     bool perfect_local = false;   // ran with the perfect local table
+    bool range_local = false;     // ran with the range local table
   };
   /// The groups planned for, and where the number came from.
   struct group_estimate {
@@ -338,6 +339,7 @@ class aggregation_driver {
   /// What a strategy policy's aggregate_args() sees of the query (strategy.hpp).
   struct strategy_view {
     using buffer_type = cl::Buffer;
+    using bits_type = aggregation_driver::bits_type;
     static constexpr bool identity_scheme = aggregation_driver::identity_scheme;
     static constexpr std::size_t key_bytes = sizeof(bits_type);
     static constexpr std::size_t aggregate_count = aggregation_driver::aggregate_count;

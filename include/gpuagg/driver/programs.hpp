@@ -14,7 +14,8 @@
 namespace gpuagg {
 
 /// What the context builds for a variant: its strategy's program, with -DGPUAGG_RUN_CACHE,
-/// -DGPUAGG_HOT_TABLE, -DGPUAGG_COLD_QUEUE, -DGPUAGG_PRIVATE_GROUPS or -DGPUAGG_PERFECT_LOCAL where
+/// -DGPUAGG_HOT_TABLE, -DGPUAGG_COLD_QUEUE, -DGPUAGG_PRIVATE_GROUPS, -DGPUAGG_PERFECT_LOCAL or
+/// -DGPUAGG_RANGE_LOCAL where
 /// the variant has them (other programs of the
 /// same source, which the context caches separately), and -DGPUAGG_INTERLEAVED for every build
 /// of an interleaved table's query.
@@ -29,6 +30,7 @@ context::program_request aggregation_driver<Bound>::program_request(const kernel
   if (variant.cold_queue) add("-DGPUAGG_COLD_QUEUE");
   if (variant.private_groups) add("-DGPUAGG_PRIVATE_GROUPS");
   if (variant.perfect_local) add("-DGPUAGG_PERFECT_LOCAL");
+  if (variant.range_local) add("-DGPUAGG_RANGE_LOCAL");
   if (interleaved_) add("-DGPUAGG_INTERLEAVED");
   return {program_source_for<Bound>(variant.strategy), build_options};
 }

@@ -85,7 +85,7 @@ void aggregation_driver<Bound>::setup() {
   const auto profile_and_estimate = [&] {
     detail::input_estimate found;
     if (estimate || !opts_.strategy || !opts_.config || !opts_.run_cache || opts_.hot_table.value_or(true) ||
-        opts_.perfect_local_table.value_or(false)) {
+        opts_.perfect_local_table.value_or(false) || opts_.range_local_table.value_or(false)) {
       detail::phase_clock sampling(stats_.host.sample);
       const auto sample = sample_keys();
       sampling.stop();
@@ -140,11 +140,13 @@ void aggregation_driver<Bound>::setup() {
   detail::phase_clock programs(stats_.host.programs);
   std::vector<context::program_request> needed;
   for (const auto strategy : planner_->strategies_to_build()) needed.push_back(program_request({strategy}));
-  if (planner_->perfect_local()) {
-    // WORKGROUPLOCAL's blocks run the perfect local table's build: it builds beside the others.
-    kernel_variant perfect{strategy_kind::workgroup_local};
-    perfect.perfect_local = true;
-    needed.push_back(program_request(perfect));
+  if (planner_->perfect_local() || planner_->range_local()) {
+    // WORKGROUPLOCAL's blocks run the perfect or range local table's build: it builds beside
+    // the others.
+    kernel_variant table{strategy_kind::workgroup_local};
+    table.perfect_local = planner_->perfect_local().has_value();
+    table.range_local = planner_->range_local().has_value();
+    needed.push_back(program_request(table));
   }
   ctx_.prefetch(needed);
   home_program_ = program({planner_->default_params().strategy});
@@ -206,6 +208,7 @@ void aggregation_driver<Bound>::make_planner(const detail::sample_profile& sampl
   profile.hottest_key_share = sample.hottest_key_share;
   profile.runs_share = sample.runs_share;
   profile.key_span = profile.sampled ? double(sample.highest - sample.lowest) + 1 : 0;
+  profile.key_lowest = sample.lowest;
   profile.sample_size = sample.sample_size;
   profile.restartable = restartable_;
   for (const auto& [key, count] : sample.frequent) profile.frequent_counts.push_back(count);

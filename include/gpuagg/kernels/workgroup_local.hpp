@@ -1,7 +1,7 @@
 #pragma once
 // WORKGROUPLOCAL's AGGREGATE kernel and the parameters it adds: the local table's, the
-// cold-row queue's in builds with -DGPUAGG_COLD_QUEUE, and the perfect local table's in builds
-// with -DGPUAGG_PERFECT_LOCAL.
+// cold-row queue's in builds with -DGPUAGG_COLD_QUEUE, the perfect local table's in builds
+// with -DGPUAGG_PERFECT_LOCAL and the range local table's in builds with -DGPUAGG_RANGE_LOCAL.
 
 #include <cstdint>
 #include <optional>
@@ -23,6 +23,12 @@ namespace gpuagg::detail::kernels {
 // global table: one global update per group and work group, as with a single copy.
 inline constexpr auto aggregate_workgroup_local = perfect_hash_cl + fixed_string{R"CLC(
 #define GPUAGG_LOCAL_MAX_PROBES 64u
+// Entry s of a bitmap of local entries in use: set once (a read first, as most updates find it
+// set already).
+inline void gpuagg_mark_used(__local uint* used, uint s) {
+  const uint bit = 1u << (s & 31u);
+  if ((used[s >> 5] & bit) == 0u) atomic_or(used + (s >> 5), bit);
+}
 // Direct addressing's local table (GPUAGG_DENSE_TABLE), like its global one, keeps no keys:
 // entry s (bucket s / copies of copy s % copies) holds key key_min + s / copies, and l_keys holds
 // a bitmap of the entries in use (bit s % 32 of word s / 32), so a larger table fits in local
@@ -33,11 +39,30 @@ inline uint gpuagg_insert_dense_local(__local uint* used, KEY_T k, uint capacity
                                       uint lane) {
   const uint b = gpuagg_home(k, 0u, capacity, key_min);
   if (b == GPUAGG_NO_SLOT) return GPUAGG_NO_SLOT;
-  const uint s = b * stride + lane;
-  const uint bit = 1u << (s & 31u);
-  if ((used[s >> 5] & bit) == 0u) atomic_or(used + (s >> 5), bit);
+  gpuagg_mark_used(used, b * stride + lane);
   return b;
 }
+#endif
+// The range local table (GPUAGG_RANGE_LOCAL; query_planner::range_local) has direct addressing's
+// local layout over the key words [range_lowest, range_lowest + capacity), in front of a global
+// hash table: a row's word less range_lowest is its bucket, and a row outside the range goes to
+// the global table. Unsigned words: a word below range_lowest wraps past the capacity.
+#if GPUAGG_RANGE_LOCAL
+#define GPUAGG_RANGE_PARAMS , const KEY_T range_lowest
+inline uint gpuagg_insert_range_local(__local uint* used, KEY_T k, uint capacity, KEY_T lowest, uint stride,
+                                      uint lane) {
+  const KEY_T offset = k - lowest;
+  if (offset >= (KEY_T)capacity) return GPUAGG_NO_SLOT;
+  const uint b = (uint)offset;
+  gpuagg_mark_used(used, b * stride + lane);
+  return b;
+}
+#else
+#define GPUAGG_RANGE_PARAMS
+#endif
+// Local tables that keep no keys: a bitmap of the entries in use in l_keys.
+#define GPUAGG_KEYLESS_LOCAL (GPUAGG_DENSE_TABLE || GPUAGG_RANGE_LOCAL)
+#if GPUAGG_KEYLESS_LOCAL
 #define GPUAGG_LOCAL_USED(s) (((((__local const uint*)l_keys)[(s) >> 5] >> ((s) & 31u)) & 1u) != 0u)
 #endif
 // The perfect local table (GPUAGG_PERFECT_LOCAL; detail/perfect_hash.hpp): the driver hands over
@@ -59,9 +84,7 @@ inline uint gpuagg_find_perfect_local(__local const KEY_T* keys, __local const u
     b = gpuagg_perfect_bucket_local(k, seed, displacement, group_mask, capacity - 1u);
     if (keys[b] != k) return GPUAGG_NO_SLOT;
   }
-  const uint s = b * stride + lane;
-  const uint bit = 1u << (s & 31u);
-  if ((used[s >> 5] & bit) == 0u) atomic_or(used + (s >> 5), bit);
+  gpuagg_mark_used(used, b * stride + lane);
   return b;
 }
 #define GPUAGG_LOCAL_USED(s) (((l_used[(s) >> 5] >> ((s) & 31u)) & 1u) != 0u)
@@ -75,7 +98,7 @@ inline uint gpuagg_find_perfect_local(__local const KEY_T* keys, __local const u
 #endif
 __kernel void gpuagg_aggregate(GPUAGG_AGGREGATE_PARAMS, __local KEY_T* l_keys ACC_PARAMS(__local, l_),
                                const uint local_bits, const uint local_capacity, const uint copies
-                               GPUAGG_PERFECT_PARAMS GPUAGG_COLD_QUEUE_PARAMS) {
+                               GPUAGG_PERFECT_PARAMS GPUAGG_RANGE_PARAMS GPUAGG_COLD_QUEUE_PARAMS) {
   __local uint l_special;
   GPUAGG_REBIND(g_, __global)
   GPUAGG_BEGIN_COUNTS()
@@ -84,7 +107,7 @@ __kernel void gpuagg_aggregate(GPUAGG_AGGREGATE_PARAMS, __local KEY_T* l_keys AC
   __global const uint* perfect_displacements = (__global const uint*)(perfect_keys + local_capacity);
 #endif
   for (uint s = get_local_id(0); s < entries; s += get_local_size(0)) {
-#if GPUAGG_DENSE_TABLE
+#if GPUAGG_KEYLESS_LOCAL
     if (s < (entries + 31u) / 32u) ((__local uint*)l_keys)[s] = 0u;
 #elif GPUAGG_PERFECT_LOCAL
     if (s < local_capacity) l_keys[s] = perfect_keys[s];
@@ -103,6 +126,9 @@ __kernel void gpuagg_aggregate(GPUAGG_AGGREGATE_PARAMS, __local KEY_T* l_keys AC
   uint local_claimed = 0;
 #if GPUAGG_DENSE_TABLE
 #define GPUAGG_LOCAL_SLOT(k) gpuagg_insert_dense_local((__local uint*)l_keys, k, local_capacity, key_min, copies, copy)
+#elif GPUAGG_RANGE_LOCAL
+#define GPUAGG_LOCAL_SLOT(k) \
+  gpuagg_insert_range_local((__local uint*)l_keys, k, local_capacity, range_lowest, copies, copy)
 #elif GPUAGG_PERFECT_LOCAL
 #define GPUAGG_LOCAL_SLOT(k) \
   gpuagg_find_perfect_local(l_keys, l_displacement, l_used, k, local_capacity, perfect_group_mask, perfect_seed, \
@@ -183,10 +209,10 @@ __kernel void gpuagg_aggregate(GPUAGG_AGGREGATE_PARAMS, __local KEY_T* l_keys AC
         ACC_COMBINE_FROM(local, l_, local_capacity * copies, l_, s)
         continue;
       }
-#if GPUAGG_DENSE_TABLE || GPUAGG_PERFECT_LOCAL
+#if GPUAGG_KEYLESS_LOCAL || GPUAGG_PERFECT_LOCAL
       if (!GPUAGG_LOCAL_USED(s)) continue;
       const uint to = b * copies;  // the bucket's entry in copy 0: mark it used, then combine
-#if GPUAGG_DENSE_TABLE
+#if GPUAGG_KEYLESS_LOCAL
       if (!GPUAGG_LOCAL_USED(to)) atomic_or((__local uint*)l_keys + (to >> 5), 1u << (to & 31u));
 #else
       if (!GPUAGG_LOCAL_USED(to)) atomic_or(l_used + (to >> 5), 1u << (to & 31u));
@@ -210,6 +236,9 @@ __kernel void gpuagg_aggregate(GPUAGG_AGGREGATE_PARAMS, __local KEY_T* l_keys AC
     const uint s = b * copies;
 #if GPUAGG_DENSE_TABLE
     const KEY_T k = key_min + (KEY_T)b;
+    const bool used = b < local_capacity && GPUAGG_LOCAL_USED(s);
+#elif GPUAGG_RANGE_LOCAL
+    const KEY_T k = range_lowest + (KEY_T)b;
     const bool used = b < local_capacity && GPUAGG_LOCAL_USED(s);
 #elif GPUAGG_PERFECT_LOCAL
     const KEY_T k = b < local_capacity ? l_keys[b] : EMPTY_KEY;
@@ -257,15 +286,17 @@ struct perfect_local_args {
 };
 
 /// WORKGROUPLOCAL's parameters after GPUAGG_AGGREGATE_PARAMS: l_keys ACC_PARAMS(l_) (local
-/// memory), local_bits, local_capacity, copies GPUAGG_PERFECT_PARAMS GPUAGG_COLD_QUEUE_PARAMS.
-template <class Buffer>
+/// memory), local_bits, local_capacity, copies GPUAGG_PERFECT_PARAMS GPUAGG_RANGE_PARAMS
+/// GPUAGG_COLD_QUEUE_PARAMS.
+template <class Buffer, class Bits>
 struct workgroup_local_args {
-  local_memory keys;  ///< keys (the perfect local table's once), or for direct addressing a bitmap of the entries in use
+  local_memory keys;  ///< keys (the perfect local table's once), or for keyless tables a bitmap of the entries in use
   std::vector<local_memory> accumulators;
   std::uint32_t bits = 0;
   std::uint32_t capacity = 0;  ///< buckets of one copy
   std::uint32_t copies = 1;
   std::optional<perfect_local_args<Buffer>> perfect;  ///< exactly in builds with -DGPUAGG_PERFECT_LOCAL
+  std::optional<Bits> range_lowest;                   ///< exactly in builds with -DGPUAGG_RANGE_LOCAL
   std::optional<cold_queue_args> cold_queue;          ///< exactly in builds with -DGPUAGG_COLD_QUEUE
   template <class F>
   void for_each(F& f) const {
@@ -275,6 +306,7 @@ struct workgroup_local_args {
     f(capacity);
     f(copies);
     f(perfect);
+    f(range_lowest);
     f(cold_queue);
   }
 };

@@ -47,6 +47,7 @@ struct input_profile {
   double hottest_key_share = 0;       ///< the sample's most frequent key's share of it
   double runs_share = 0;              ///< the sample's rows whose right neighbour has their key
   double key_span = 0;                ///< the sampled keys' range of table words (0: not sampled)
+  std::uint64_t key_lowest = 0;       ///< the sample's smallest table word (where sampled)
   /// The sample's frequent keys' counts, most frequent first (detail::sample_profile), and the
   /// sample's size: they decide the hot-key table.
   std::vector<std::uint32_t> frequent_counts;
@@ -62,9 +63,9 @@ struct input_profile {
 };
 
 /// An AGGREGATE program variant: a strategy, built with or without the run cache, the hot-key
-/// table, the cold-row queue and the perfect local table (kernels/aggregate.hpp: GPUAGG_RUN_CACHE,
-/// GPUAGG_HOT_TABLE; kernels/workgroup_local.hpp: GPUAGG_COLD_QUEUE, GPUAGG_PERFECT_LOCAL). Each has
-/// its own work-group limit.
+/// table, the cold-row queue and the perfect or range local table (kernels/aggregate.hpp:
+/// GPUAGG_RUN_CACHE, GPUAGG_HOT_TABLE; kernels/workgroup_local.hpp: GPUAGG_COLD_QUEUE,
+/// GPUAGG_PERFECT_LOCAL, GPUAGG_RANGE_LOCAL). Each has its own work-group limit.
 struct kernel_variant {
   strategy_kind strategy = strategy_kind::shared;
   bool run_cache = false;
@@ -72,11 +73,12 @@ struct kernel_variant {
   bool cold_queue = false;
   bool private_groups = false;  ///< four groups per work item in private variables (never with the three above)
   bool perfect_local = false;   ///< WORKGROUPLOCAL's perfect local table (GPUAGG_PERFECT_LOCAL)
+  bool range_local = false;     ///< WORKGROUPLOCAL's range local table (GPUAGG_RANGE_LOCAL; never with perfect_local)
 
-  static constexpr std::size_t count = 96;
+  static constexpr std::size_t count = 144;
   constexpr std::size_t index() const noexcept {
     return static_cast<std::size_t>(strategy) * 8 + (run_cache ? 1 : 0) + (hot_table ? 2 : 0) + (cold_queue ? 4 : 0) +
-           (private_groups ? 24 : 0) + (perfect_local ? 48 : 0);
+           (private_groups ? 24 : 0) + (perfect_local ? 48 : 0) + (range_local ? 96 : 0);
   }
 };
 
@@ -86,6 +88,13 @@ struct hot_table_plan {
   std::uint32_t capacity = 0;
   std::size_t keys = 0;
   double share = 0;
+};
+
+/// WORKGROUPLOCAL's range local table (query_planner::range_local): a keyless local table for
+/// the table words [lowest, lowest + buckets), entry w - lowest for word w.
+struct range_local_plan {
+  std::uint64_t lowest = 0;
+  std::uint64_t buckets = 0;
 };
 
 /// Whether and how the tuner refines the plan online.

@@ -56,12 +56,14 @@ inline std::uint32_t query_planner::cold_rows_per_item(const launch_config& conf
 }
 
 inline kernel_variant query_planner::variant_for(const execution_params& params) const {
-  // The perfect local table changes only how WORKGROUPLOCAL finds a row's local bucket; the
-  // run cache and the cold-row queue run in front of it as in front of a probed table.
-  const bool perfect = params.strategy == strategy_kind::workgroup_local && perfect_.has_value();
+  // The perfect and range local tables change only how WORKGROUPLOCAL finds a row's local
+  // bucket; the run cache and the cold-row queue run in front of them as in front of a probed
+  // table.
+  const bool local = params.strategy == strategy_kind::workgroup_local;
   const auto with = [&](bool run_cache, bool hot, bool cold, bool private_four) {
     kernel_variant candidate{params.strategy, run_cache, hot, cold, private_four};
-    candidate.perfect_local = perfect;
+    candidate.perfect_local = local && perfect_.has_value();
+    candidate.range_local = local && range_.has_value();
     return candidate;
   };
   const auto fits = [&](const kernel_variant& candidate) {
@@ -92,10 +94,23 @@ inline std::optional<detail::perfect_hash> query_planner::plan_perfect_local() c
   return hash;
 }
 
+inline std::optional<range_local_plan> query_planner::plan_range_local() const {
+  if (shape_.identity_scheme || !profile_.sampled || profile_.key_span < 1) return std::nullopt;
+  if (opts_.range_local_table ? !*opts_.range_local_table : !device_.is_gpu) return std::nullopt;
+  const double span = profile_.key_span;
+  if (span > double(device_.local_mem_bytes) * 8) return std::nullopt;  // far too large to count bytes
+  const auto buckets = static_cast<std::uint64_t>(span);
+  if (keyless_table_bytes(buckets, 1) + 64 > device_.local_mem_bytes) return std::nullopt;
+  return range_local_plan{profile_.key_lowest, buckets};
+}
+
 inline std::uint32_t query_planner::local_table_copies(const launch_config& config) const {
-  // A probed table's copies are whole tables; the perfect local table's copies share its keys.
+  // A probed table's copies are whole tables; the perfect local table's copies share its keys,
+  // and a range table's bitmap words round differently.
   const std::uint64_t copy_bytes = local_table_bytes(1);
-  const auto bytes = [&](std::uint64_t copies) { return perfect_ ? local_table_bytes(copies) : copies * copy_bytes; };
+  const auto bytes = [&](std::uint64_t copies) {
+    return perfect_ || range_ ? local_table_bytes(copies) : copies * copy_bytes;
+  };
   const std::uint64_t budget = opts_.local_table_copies ? bytes(opts_.local_table_copies) : device_.local_mem_bytes / 4;
   std::uint32_t copies = 1;
   const std::uint32_t limit = std::min<std::uint32_t>(opts_.local_table_copies ? 1024 : 32, config.work_group_size);

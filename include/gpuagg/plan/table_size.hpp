@@ -88,7 +88,7 @@ inline std::uint64_t query_planner::small_table_buckets() const {
 }
 
 inline std::uint64_t query_planner::local_capacity() const {
-  return perfect_ ? perfect_->capacity() : probed_local_capacity();
+  return range_ ? range_->buckets : perfect_ ? perfect_->capacity() : probed_local_capacity();
 }
 
 inline std::uint64_t query_planner::probed_local_capacity() const {
@@ -100,6 +100,7 @@ inline std::uint64_t query_planner::probed_local_capacity() const {
 }
 
 inline std::uint64_t query_planner::local_table_bytes(std::uint64_t copies) const {
+  if (range_) return keyless_table_bytes(range_->buckets, copies);
   return perfect_ ? perfect_table_bytes(*perfect_, copies) : table_layout_bytes(local_capacity(), copies);
 }
 
