@@ -557,3 +557,46 @@ TEST_CASE("a query's planned groups: within 2x of the result's groups for each d
     }
   }
 }
+
+TEST_CASE("a dense range decides at stage 1: skewed keys over a few thousand ids need no sketch") {
+  // The rule: at most 2^14 key words, at least a quarter of them seen.
+  CHECK(detail::dense_range_groups(16384, 1000, 0, 3999) == std::optional<std::uint64_t>{4000});
+  CHECK(detail::dense_range_groups(16384, 1000, 7, 4006) == std::optional<std::uint64_t>{4000});
+  CHECK_FALSE(detail::dense_range_groups(16384, 999, 0, 3999).has_value());
+  CHECK(detail::dense_range_groups(16384, 16384, 0, 16383) == std::optional<std::uint64_t>{16384});
+  CHECK_FALSE(detail::dense_range_groups(16384, 16384, 0, 16384).has_value());
+  CHECK_FALSE(detail::dense_range_groups(0, 0, 0, 0).has_value());
+  CHECK(detail::dense_range_groups(1, 1, ~std::uint64_t{0}, ~std::uint64_t{0}) == std::optional<std::uint64_t>{1});
+  // As the driver estimates device input: zipf and heavy-hitter keys over 2^10 and 2^12 ids ask
+  // for no sketch and land within 2x (over 2^14 ids the sample sees fewer than a quarter of
+  // them); the same keys 8 apart (a sparse range) are no dense range.
+  const std::uint64_t seed = fresh_seed();
+  CAPTURE(seed);
+  std::mt19937_64 rng(seed);
+  const std::size_t rows = std::size_t{1} << 21;
+  for (const auto d : {distribution::zipf, distribution::heavy_hitter}) {
+    for (const unsigned log2 : {10u, 12u}) {
+      const std::string distribution_shown = name(d);
+      CAPTURE(distribution_shown);
+      CAPTURE(log2);
+      auto keys = dense_keys(rows, std::uint64_t{1} << log2, d, rng);
+      for (auto& k : keys) k += 5000;  // anywhere in the key type's range
+      const auto key_of = [&keys](std::uint64_t row) { return std::uint64_t{keys[row]}; };
+      const double truth = double(exact_distinct(keys));
+      sketch_calls calls;
+      const auto estimate = estimate_like_the_driver(key_of, rows, false, &calls);
+      CAPTURE(estimate.groups);
+      CAPTURE(truth);
+      CHECK(estimate.source == estimate_source::sample);
+      CHECK(calls.strided == 0);
+      CHECK(calls.every == 0);
+      CHECK(double(estimate.groups) >= truth / 2);
+      CHECK(double(estimate.groups) <= truth * 2);
+      const auto dense = profile_like_the_driver(key_of, rows);
+      CHECK(detail::dense_range_groups(dense.sample_size, dense.distinct, dense.lowest, dense.highest).has_value());
+      for (auto& k : keys) k *= 8;
+      const auto sparse = profile_like_the_driver(key_of, rows);
+      CHECK_FALSE(detail::dense_range_groups(sparse.sample_size, sparse.distinct, sparse.lowest, sparse.highest));
+    }
+  }
+}

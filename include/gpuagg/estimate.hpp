@@ -459,6 +459,24 @@ bool power_law_sample(const Frequent& frequent) {
 }
 
 /// An estimate and the stage that made it.
+/// Stage 1's other decision: a sample whose keys lie in a range of at most dense_range_max_keys
+/// key words and cover at least 1/dense_range_min_coverage of them (a dense range: ids, codes,
+/// small integers, skewed or not) bounds the groups by the range's keys, and its distinct keys
+/// bound them from below, so the range is within dense_range_min_coverage of the truth, and
+/// of the rows outside it, a strided sample's extremes leave about 2 / (sample size + 1) (order
+/// statistics; growth takes what they add). Skewed keys, whose frequencies Chao1 leaves
+/// undecided, then need no sketch: stage 2's strided sketch or the sketch of every key cost
+/// more than the query's AGGREGATE at these group counts.
+inline constexpr std::uint64_t dense_range_max_keys = std::uint64_t{1} << 14;
+inline constexpr std::uint64_t dense_range_min_coverage = 4;
+inline std::optional<std::uint64_t> dense_range_groups(std::size_t sample_size, std::uint64_t distinct,
+                                                       std::uint64_t lowest, std::uint64_t highest) {
+  if (sample_size == 0 || highest < lowest || highest - lowest >= dense_range_max_keys) return std::nullopt;
+  const std::uint64_t keys = highest - lowest + 1;
+  if (distinct * dense_range_min_coverage < keys) return std::nullopt;
+  return keys;
+}
+
 struct staged_estimate {
   std::uint64_t groups = 0;
   estimate_source source = estimate_source::none;
@@ -478,6 +496,7 @@ struct staged_estimate {
 /// Device input whose key sample shows a power law (power_law_sample) skips stage 2: its fit
 /// would be rejected, and its strided sketch costs about a third of the sketch of every row
 /// that follows.
+/// A dense range decides at stage 1 too (dense_range_groups).
 /// The driver runs this with its sketches (driver/group_estimate.hpp); tests with the host's.
 template <class Profile, class Sketch, class SketchEvery>
 staged_estimate estimate_in_stages(const Profile& profile, std::uint64_t rows, bool host_input, const Sketch& sketch,
@@ -485,6 +504,9 @@ staged_estimate estimate_in_stages(const Profile& profile, std::uint64_t rows, b
   if (const auto from_sample = estimate_from_frequencies(profile.sample_size, profile.distinct, profile.once,
                                                          profile.twice, rows, power_law_sample(profile.frequent))) {
     return {std::max<std::uint64_t>(from_sample->groups, 1), estimate_source::sample, from_sample->relative_error};
+  }
+  if (const auto range = dense_range_groups(profile.sample_size, profile.distinct, profile.lowest, profile.highest)) {
+    return {*range, estimate_source::sample};
   }
   if (rows == 0) return {1, estimate_source::sample};
   const auto frequent = profile.frequent_summary();
