@@ -188,9 +188,9 @@ struct options {
   /// Give WORKGROUPLOCAL a range local table: direct addressing in local memory over the key
   /// sample's range of key words (accumulators and a bit per key, no keys), so that a row's key
   /// is its bucket and no row probes; a row whose key lies outside the range goes to the global
-  /// table, which stays a hash table. Default: on a GPU, where the range fits local memory beside
-  /// nothing else (query_planner::range_local): a dense range of a few thousand keys, which a
-  /// probed table of keys and accumulators at load 1/2 fits only up to half as many groups.
+  /// table, which stays a hash table. Default: on a GPU, wherever the range fits local memory
+  /// (query_planner::range_local): a dense range of up to a few thousand keys, about three
+  /// times the groups a probed table of keys and accumulators at load 1/2 holds there.
   /// true: wherever the range fits (CPUs too); false never. Takes precedence over
   /// perfect_local_table.
   std::optional<bool> range_local_table;
