@@ -32,6 +32,18 @@ struct multiply_shift {
   }
 };
 
+namespace detail {
+/// MurmurHash3's 64-bit finalizer (fmix64) on the host; the kernels' sources spell it out.
+constexpr std::uint64_t fmix64(std::uint64_t h) noexcept {
+  h ^= h >> 33;
+  h *= 0xff51afd7ed558ccdULL;
+  h ^= h >> 33;
+  h *= 0xc4ceb9fe1a85ec53ULL;
+  h ^= h >> 33;
+  return h;
+}
+}  // namespace detail
+
 /// MurmurHash3's finalizer (fmix32 / fmix64): every key bit affects every bucket bit.
 struct murmur3_finalizer {
   static constexpr detail::fixed_string name{"murmur3"};
@@ -49,9 +61,7 @@ struct murmur3_finalizer {
   template <class Bits>
   static constexpr std::uint32_t home(Bits k, unsigned bits) noexcept {
     if constexpr (sizeof(Bits) == 8) {
-      std::uint64_t h = k;
-      h ^= h >> 33; h *= 0xff51afd7ed558ccdULL; h ^= h >> 33; h *= 0xc4ceb9fe1a85ec53ULL; h ^= h >> 33;
-      return static_cast<std::uint32_t>(h) & ((1u << bits) - 1u);
+      return static_cast<std::uint32_t>(detail::fmix64(k)) & ((1u << bits) - 1u);
     } else {
       std::uint32_t h = k;
       h ^= h >> 16; h *= 0x85ebca6bu; h ^= h >> 13; h *= 0xc2b2ae35u; h ^= h >> 16;

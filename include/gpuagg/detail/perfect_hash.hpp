@@ -17,20 +17,13 @@
 #include <span>
 #include <vector>
 
+#include "../hash.hpp"
 #include "fixed_string.hpp"
 
 namespace gpuagg::detail {
 
 /// MurmurHash3's 64-bit finalizer of key ^ seed: every key bit reaches both halves of the hash.
-constexpr std::uint64_t perfect_mix(std::uint64_t key, std::uint64_t seed) noexcept {
-  std::uint64_t h = key ^ seed;
-  h ^= h >> 33;
-  h *= 0xff51afd7ed558ccdULL;
-  h ^= h >> 33;
-  h *= 0xc4ceb9fe1a85ec53ULL;
-  h ^= h >> 33;
-  return h;
-}
+constexpr std::uint64_t perfect_mix(std::uint64_t key, std::uint64_t seed) noexcept { return fmix64(key ^ seed); }
 
 /// The OpenCL side of perfect_hash::bucket (KEY_T a table word, zero-extended as on the host;
 /// the displacements in any address space, AS).
