@@ -112,14 +112,7 @@ bool pair_columns(const settings& s) { return s.keys == "two" || s.keys == "two-
 /// --keys scattered: group k's key, MurmurHash3's fmix32 of k (a bijection): keys spread over
 /// the whole 32-bit range as identifiers and hashed values are, which collide in a hash table
 /// where the draw's dense range [0, 2^k) does not (multiply-shift gives each its own bucket).
-std::uint32_t scatter_key(std::uint32_t k) {
-  k ^= k >> 16;
-  k *= 0x85ebca6bu;
-  k ^= k >> 13;
-  k *= 0xc2b2ae35u;
-  k ^= k >> 16;
-  return k;
-}
+std::uint32_t scatter_key(std::uint32_t k) { return gpuagg::detail::fmix32(k); }
 
 /// --keys wide: group k's key columns (a, b), two uint64 bijections of k (128 bits: the key
 /// dictionary's path), and the word the checksum takes for them.

@@ -458,7 +458,6 @@ bool power_law_sample(const Frequent& frequent) {
          std::uint64_t{frequent.front().second} >= std::uint64_t{power_law_min_span} * frequent.back().second;
 }
 
-/// An estimate and the stage that made it.
 /// Stage 1's other decision: a sample whose keys lie in a range of at most dense_range_max_keys
 /// key words and cover at least 1/dense_range_min_coverage of them (a dense range: ids, codes,
 /// small integers, skewed or not) bounds the groups by the range's keys, and its distinct keys
@@ -477,6 +476,7 @@ inline std::optional<std::uint64_t> dense_range_groups(std::size_t sample_size, 
   return keys;
 }
 
+/// An estimate and the stage that made it.
 struct staged_estimate {
   std::uint64_t groups = 0;
   estimate_source source = estimate_source::none;

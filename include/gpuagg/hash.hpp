@@ -33,7 +33,15 @@ struct multiply_shift {
 };
 
 namespace detail {
-/// MurmurHash3's 64-bit finalizer (fmix64) on the host; the kernels' sources spell it out.
+/// MurmurHash3's finalizers (fmix32, fmix64) on the host; the kernels' sources spell them out.
+constexpr std::uint32_t fmix32(std::uint32_t h) noexcept {
+  h ^= h >> 16;
+  h *= 0x85ebca6bu;
+  h ^= h >> 13;
+  h *= 0xc2b2ae35u;
+  h ^= h >> 16;
+  return h;
+}
 constexpr std::uint64_t fmix64(std::uint64_t h) noexcept {
   h ^= h >> 33;
   h *= 0xff51afd7ed558ccdULL;
@@ -63,9 +71,7 @@ struct murmur3_finalizer {
     if constexpr (sizeof(Bits) == 8) {
       return static_cast<std::uint32_t>(detail::fmix64(k)) & ((1u << bits) - 1u);
     } else {
-      std::uint32_t h = k;
-      h ^= h >> 16; h *= 0x85ebca6bu; h ^= h >> 13; h *= 0xc2b2ae35u; h ^= h >> 16;
-      return h & ((1u << bits) - 1u);
+      return detail::fmix32(k) & ((1u << bits) - 1u);
     }
   }
 };

@@ -325,9 +325,9 @@ class query_planner {
   /// addressing in local memory over the sample's range of key words, or none. options'
   /// `range_local_table` if set (true: wherever the range fits local memory), else on a GPU
   /// wherever it fits (a CPU's local memory is its caches, where a probed table's keys cost no
-  /// scarce bytes and its work items wait for no other's probe). A row's key word, less the range's lowest, is its bucket: no hash, no key
-  /// in local memory, no probe, and every key of the range has its bucket, seen by the sample or
-  /// not. A row outside the range goes to the global table; a strided sample's extremes leave
+  /// scarce bytes and its work items wait for no other's probe). A row's key word, less the
+  /// range's lowest, is its bucket: no hash, no key in local memory, no probe, and every key of
+  /// the range has its bucket, seen by the sample or not. A row outside the range goes to the global table; a strided sample's extremes leave
   /// out about 2 / (sample size + 1) of the rows of any distribution of shuffled keys (order
   /// statistics), and of sorted input the rows past its last sampled row. A range of n keys
   /// takes 8 bytes and a bit a key for a 64-bit sum, where a probed table at load 1/2 takes 24,

@@ -63,7 +63,7 @@ inline uint gpuagg_insert_range_local(__local uint* used, KEY_T k, uint capacity
 // Local tables that keep no keys: a bitmap of the entries in use in l_keys.
 #define GPUAGG_KEYLESS_LOCAL (GPUAGG_DENSE_TABLE || GPUAGG_RANGE_LOCAL)
 #if GPUAGG_KEYLESS_LOCAL
-#define GPUAGG_LOCAL_USED(s) (((((__local const uint*)l_keys)[(s) >> 5] >> ((s) & 31u)) & 1u) != 0u)
+#define GPUAGG_LOCAL_BITMAP ((__local uint*)l_keys)
 #endif
 // The perfect local table (GPUAGG_PERFECT_LOCAL; detail/perfect_hash.hpp): the driver hands over
 // a perfect hash of the key sample's distinct keys, each bucket's key (`perfect_keys`, EMPTY_KEY
@@ -87,9 +87,12 @@ inline uint gpuagg_find_perfect_local(__local const KEY_T* keys, __local const u
   gpuagg_mark_used(used, b * stride + lane);
   return b;
 }
-#define GPUAGG_LOCAL_USED(s) (((l_used[(s) >> 5] >> ((s) & 31u)) & 1u) != 0u)
+#define GPUAGG_LOCAL_BITMAP l_used
 #else
 #define GPUAGG_PERFECT_PARAMS
+#endif
+#ifdef GPUAGG_LOCAL_BITMAP
+#define GPUAGG_LOCAL_USED(s) (((GPUAGG_LOCAL_BITMAP[(s) >> 5] >> ((s) & 31u)) & 1u) != 0u)
 #endif
 #ifdef GPUAGG_COLD_QUEUE
 #define GPUAGG_COLD_QUEUE_PARAMS , __local KEY_T* q_keys, __local uint* q_rows, const uint cold_rows
@@ -108,7 +111,7 @@ __kernel void gpuagg_aggregate(GPUAGG_AGGREGATE_PARAMS, __local KEY_T* l_keys AC
 #endif
   for (uint s = get_local_id(0); s < entries; s += get_local_size(0)) {
 #if GPUAGG_KEYLESS_LOCAL
-    if (s < (entries + 31u) / 32u) ((__local uint*)l_keys)[s] = 0u;
+    if (s < (entries + 31u) / 32u) GPUAGG_LOCAL_BITMAP[s] = 0u;
 #elif GPUAGG_PERFECT_LOCAL
     if (s < local_capacity) l_keys[s] = perfect_keys[s];
     if (s < (entries + 31u) / 32u) l_used[s] = 0u;
@@ -125,10 +128,10 @@ __kernel void gpuagg_aggregate(GPUAGG_AGGREGATE_PARAMS, __local KEY_T* l_keys AC
   const uint copy = get_local_id(0) & (copies - 1u);
   uint local_claimed = 0;
 #if GPUAGG_DENSE_TABLE
-#define GPUAGG_LOCAL_SLOT(k) gpuagg_insert_dense_local((__local uint*)l_keys, k, local_capacity, key_min, copies, copy)
+#define GPUAGG_LOCAL_SLOT(k) gpuagg_insert_dense_local(GPUAGG_LOCAL_BITMAP, k, local_capacity, key_min, copies, copy)
 #elif GPUAGG_RANGE_LOCAL
 #define GPUAGG_LOCAL_SLOT(k) \
-  gpuagg_insert_range_local((__local uint*)l_keys, k, local_capacity, range_lowest, copies, copy)
+  gpuagg_insert_range_local(GPUAGG_LOCAL_BITMAP, k, local_capacity, range_lowest, copies, copy)
 #elif GPUAGG_PERFECT_LOCAL
 #define GPUAGG_LOCAL_SLOT(k) \
   gpuagg_find_perfect_local(l_keys, l_displacement, l_used, k, local_capacity, perfect_group_mask, perfect_seed, \
@@ -212,11 +215,7 @@ __kernel void gpuagg_aggregate(GPUAGG_AGGREGATE_PARAMS, __local KEY_T* l_keys AC
 #if GPUAGG_KEYLESS_LOCAL || GPUAGG_PERFECT_LOCAL
       if (!GPUAGG_LOCAL_USED(s)) continue;
       const uint to = b * copies;  // the bucket's entry in copy 0: mark it used, then combine
-#if GPUAGG_KEYLESS_LOCAL
-      if (!GPUAGG_LOCAL_USED(to)) atomic_or((__local uint*)l_keys + (to >> 5), 1u << (to & 31u));
-#else
-      if (!GPUAGG_LOCAL_USED(to)) atomic_or(l_used + (to >> 5), 1u << (to & 31u));
-#endif
+      gpuagg_mark_used(GPUAGG_LOCAL_BITMAP, to);
       ACC_COMBINE_FROM(local, l_, to, l_, s)
 #else
       const KEY_T k = l_keys[s];

@@ -58,9 +58,7 @@ inline bool query_planner::interleaved(std::uint64_t capacity) const {
 
 inline std::uint64_t query_planner::table_layout_bytes(std::uint64_t buckets, std::uint64_t copies) const {
   const std::uint64_t entries = (buckets + 1) * copies;
-  if (shape_.identity_scheme) {
-    return entries * (shape_.bucket_bytes - shape_.key_bytes) + (entries + 31) / 32 * 4;
-  }
+  if (shape_.identity_scheme) return keyless_table_bytes(buckets, copies);
   return entries * shape_.bucket_bytes;
 }
 
@@ -105,10 +103,9 @@ inline std::uint64_t query_planner::local_table_bytes(std::uint64_t copies) cons
 }
 
 inline std::uint64_t query_planner::perfect_table_bytes(const detail::perfect_hash& hash, std::uint64_t copies) const {
+  // The keys once, the copies' keyless entries, the displacements.
   const std::uint64_t buckets = hash.capacity();
-  const std::uint64_t entries = (buckets + 1) * copies;
-  return buckets * shape_.key_bytes + entries * (shape_.bucket_bytes - shape_.key_bytes) + (entries + 31) / 32 * 4 +
-         hash.displacements.size() * 4;
+  return buckets * shape_.key_bytes + keyless_table_bytes(buckets, copies) + hash.displacements.size() * 4;
 }
 
 inline std::uint64_t query_planner::max_local_buckets() const {
