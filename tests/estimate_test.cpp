@@ -5,6 +5,7 @@
 #include "support.hpp"
 
 #include <gpuagg/estimate.hpp>
+#include <gpuagg/key.hpp>
 
 #include <algorithm>
 #include <set>
@@ -559,14 +560,38 @@ TEST_CASE("a query's planned groups: within 2x of the result's groups for each d
 }
 
 TEST_CASE("a dense range decides at stage 1: skewed keys over a few thousand ids need no sketch") {
-  // The rule: at most 2^14 key words, at least a quarter of them seen.
-  CHECK(detail::dense_range_groups(16384, 1000, 0, 3999) == std::optional<std::uint64_t>{4000});
-  CHECK(detail::dense_range_groups(16384, 1000, 7, 4006) == std::optional<std::uint64_t>{4000});
-  CHECK_FALSE(detail::dense_range_groups(16384, 999, 0, 3999).has_value());
-  CHECK(detail::dense_range_groups(16384, 16384, 0, 16383) == std::optional<std::uint64_t>{16384});
-  CHECK_FALSE(detail::dense_range_groups(16384, 16384, 0, 16384).has_value());
-  CHECK_FALSE(detail::dense_range_groups(0, 0, 0, 0).has_value());
-  CHECK(detail::dense_range_groups(1, 1, ~std::uint64_t{0}, ~std::uint64_t{0}) == std::optional<std::uint64_t>{1});
+  // The rule: at most 2^14 keys in the sample's range (box), at least a quarter of them seen.
+  CHECK(detail::dense_range_groups(16384, 1000, 4000) == std::optional<std::uint64_t>{4000});
+  CHECK_FALSE(detail::dense_range_groups(16384, 999, 4000).has_value());
+  CHECK(detail::dense_range_groups(16384, 16384, 16384) == std::optional<std::uint64_t>{16384});
+  CHECK_FALSE(detail::dense_range_groups(16384, 16384, 16385).has_value());
+  CHECK_FALSE(detail::dense_range_groups(0, 0, 0).has_value());
+  CHECK_FALSE(detail::dense_range_groups(16384, 16384, 0).has_value());
+  CHECK_FALSE(detail::dense_range_groups(16384, 16384, 3.4e38).has_value());
+  CHECK(detail::dense_range_groups(1, 1, 1) == std::optional<std::uint64_t>{1});
+  // The sample's box: one key column's range of words, of two packed columns each column's.
+  {
+    std::vector<std::uint64_t> one{~std::uint64_t{0}, ~std::uint64_t{0}};
+    const auto top = detail::profile_sample(one);
+    CHECK(top.box.keys() == 1);
+    CHECK(top.box.lowest == ~std::uint64_t{0});
+    // Keys (a, b) of a in [3, 34], b in [100, 131] packed as a << 32 | b: 2^37 words apart,
+    // 1024 keys in their box.
+    using pair = packed_key<std::uint32_t, std::uint32_t>;
+    std::vector<std::uint64_t> pairs;
+    for (std::uint64_t a = 3; a < 35; ++a) {
+      for (std::uint64_t b = 100; b < 132; ++b) pairs.push_back(pair::to_bits({std::uint32_t(a), std::uint32_t(b)}));
+    }
+    const auto flat = detail::profile_sample(pairs);
+    CHECK(flat.box.fields == 1);
+    CHECK_FALSE(detail::dense_range_groups(flat.sample_size, flat.distinct, flat.box.keys()).has_value());
+    const auto boxed = detail::profile_sample(std::span<const std::uint64_t>(pairs), {}, pair::layout);
+    CHECK(boxed.box.fields == 2);
+    CHECK(boxed.box.keys() == 1024);
+    CHECK(boxed.box.lowest == pair::to_bits({3, 100}));
+    CHECK(detail::dense_range_groups(boxed.sample_size, boxed.distinct, boxed.box.keys()) ==
+          std::optional<std::uint64_t>{1024});
+  }
   // As the driver estimates device input: zipf and heavy-hitter keys over 2^10 and 2^12 ids ask
   // for no sketch and land within 2x (over 2^14 ids the sample sees fewer than a quarter of
   // them); the same keys 8 apart (a sparse range) are no dense range.
@@ -593,10 +618,10 @@ TEST_CASE("a dense range decides at stage 1: skewed keys over a few thousand ids
       CHECK(double(estimate.groups) >= truth / 2);
       CHECK(double(estimate.groups) <= truth * 2);
       const auto dense = profile_like_the_driver(key_of, rows);
-      CHECK(detail::dense_range_groups(dense.sample_size, dense.distinct, dense.lowest, dense.highest).has_value());
+      CHECK(detail::dense_range_groups(dense.sample_size, dense.distinct, dense.box.keys()).has_value());
       for (auto& k : keys) k *= 8;
       const auto sparse = profile_like_the_driver(key_of, rows);
-      CHECK_FALSE(detail::dense_range_groups(sparse.sample_size, sparse.distinct, sparse.lowest, sparse.highest));
+      CHECK_FALSE(detail::dense_range_groups(sparse.sample_size, sparse.distinct, sparse.box.keys()));
     }
   }
 }

@@ -3,6 +3,7 @@
 
 #include <doctest/doctest.h>
 
+#include <gpuagg/key.hpp>
 #include <gpuagg/plan.hpp>
 
 #include <algorithm>
@@ -499,6 +500,7 @@ TEST_CASE("WORKGROUPLOCAL's local table: scattered keys take up to 32 buckets a 
   const auto with_span = [](std::uint64_t groups, double span) {
     auto p = uniform_input(groups);
     p.key_span = span;
+    p.key_box = {0, {static_cast<std::uint64_t>(span) - 1}, 1};
     return p;
   };
   const double spread = 4294967296.0;
@@ -614,6 +616,16 @@ TEST_CASE("a perfect local table for scattered keys on a GPU whose sample saw ev
   CHECK(chosen.variant_for({strategy_kind::workgroup_local, launch_config{32, 256}}).perfect_local);
   CHECK_FALSE(chosen.variant_for({strategy_kind::shared, launch_config{32, 256}}).perfect_local);
   CHECK(chosen.default_params().strategy == strategy_kind::workgroup_local);
+  // No probe: shuffled keys' configuration, not scattered keys' (SHARED's hashes as before); the
+  // probed table without it starts from scattered keys'.
+  CHECK(chosen.scattered_keys());
+  REQUIRE(chosen.regime().workgroup_local != chosen.regime().workgroup_local_scattered);
+  CHECK(chosen.initial_config(strategy_kind::workgroup_local) == chosen.regime().workgroup_local);
+  CHECK(chosen.initial_config(strategy_kind::shared) == chosen.regime().shared_scattered);
+  options no_perfect;
+  no_perfect.perfect_local_table = false;
+  const auto probed = plan(h100(), sampled(scattered, 0), no_perfect, shape);
+  CHECK(probed.initial_config(strategy_kind::workgroup_local) == probed.regime().workgroup_local_scattered);
   // Not for a few groups, whose probed table is sparse enough: 16 keys get 512 buckets and 64
   // keys 2048 (load 1/32); 100 keys get the most local memory holds, 2048, fuller than that.
   const auto few = plan(h100(), sampled(random_keys(16), 0), {}, shape);
@@ -646,13 +658,14 @@ TEST_CASE("a range local table for a dense range of keys on a GPU: up to about 6
   // One uint32 key and a 64-bit sum (the recorded shape): 8 bytes and a bit a bucket.
   const auto dense = [](std::uint64_t lowest, std::uint64_t span) {
     input_profile p = uniform_input(span);
-    p.key_lowest = lowest;
+    p.key_box = {lowest, {span - 1}, 1};
     p.key_span = double(span);
     return p;
   };
   const auto chosen = plan(h100(), dense(1000, 4096));
   REQUIRE(chosen.range_local().has_value());
-  CHECK(chosen.range_local()->lowest == 1000);
+  CHECK(chosen.range_local()->box.lowest == 1000);
+  CHECK(chosen.range_local()->spans() == 0);
   CHECK(chosen.range_local()->buckets == 4096);
   CHECK(chosen.local_capacity() == 4096);
   CHECK(chosen.local_table_bytes(1) == 4097 * 8 + 129 * 4);
@@ -693,4 +706,90 @@ TEST_CASE("a range local table for a dense range of keys on a GPU: up to about 6
   options on;
   on.range_local_table = true;
   CHECK(plan(pocl_cpu(), dense(0, 1024), on).range_local().has_value());
+}
+
+TEST_CASE("a range local table for composite keys: the box of every column's range") {
+  // Two uint32 columns packed into a 64-bit word (16-byte buckets) with a 64-bit sum: (a, b) for
+  // a in [7, 70], b in [1000, 1063], 4096 keys whose words lie 2^38 apart.
+  using pair = packed_key<std::uint32_t, std::uint32_t>;
+  query_shape shape = recorded_shape();
+  shape.key_bytes = 8;
+  shape.bucket_bytes = 16;
+  const auto boxed = [&](std::uint64_t a_keys, std::uint64_t b_keys) {
+    input_profile p = uniform_input(a_keys * b_keys);
+    p.key_box = {pair::to_bits({7, 1000}), {a_keys - 1, b_keys - 1}, 2};
+    p.key_span = double(pair::to_bits({std::uint32_t(7 + a_keys - 1), std::uint32_t(1000 + b_keys - 1)}) -
+                        pair::to_bits({7, 1000})) + 1;
+    return p;
+  };
+  const auto chosen = plan(h100(), boxed(64, 64), {}, shape);
+  REQUIRE(chosen.range_local().has_value());
+  CHECK(chosen.range_local()->buckets == 4096);
+  CHECK(chosen.range_local()->spans() == (64u | (64u << 16)));
+  CHECK(chosen.local_capacity() == 4096);
+  CHECK(chosen.default_params().strategy == strategy_kind::workgroup_local);
+  CHECK(chosen.variant_for({strategy_kind::workgroup_local, launch_config{8, 256}}).range_local);
+  // Its keys are scattered over their words, but the range table hashes none of them: shuffled
+  // keys' configuration, not scattered keys' (SHARED's global table hashes them as before).
+  CHECK(chosen.scattered_keys());
+  REQUIRE(chosen.regime().workgroup_local != chosen.regime().workgroup_local_scattered);
+  CHECK(chosen.initial_config(strategy_kind::workgroup_local) == chosen.regime().workgroup_local);
+  CHECK(chosen.initial_config(strategy_kind::shared) == chosen.regime().shared_scattered);
+  // The box, not the words' span, decides: 8,192 keys do not fit 48 KiB; a column of 65,536
+  // values is past the kernel's 16 bits a field even where local memory would hold the box.
+  CHECK_FALSE(plan(h100(), boxed(128, 64), {}, shape).range_local().has_value());
+  options on;
+  on.range_local_table = true;
+  CHECK(plan(pocl_cpu(), boxed(2, 0xFFFF), on, shape).range_local().has_value());
+  CHECK_FALSE(plan(pocl_cpu(), boxed(2, 0x10000), on, shape).range_local().has_value());
+  // A sparse box: TPC-H Q1's two uint8 flags ('A', 'N', 'R' and 'F', 'O': 4 groups in a box of
+  // 18 x 10 keys) keep a probed table of their 4 groups, whose copies fill local memory; options'
+  // true takes the box.
+  using flags = packed_key<std::uint8_t, std::uint8_t>;
+  input_profile q1 = uniform_input(4);
+  q1.key_box = {flags::to_bits({'A', 'F'}), {'R' - 'A', 'O' - 'F'}, 2};
+  CHECK_FALSE(plan(h100(), q1).range_local().has_value());
+  CHECK(plan(h100(), q1, on).range_local()->buckets == 180);
+  // A quarter of the box's keys is dense enough (a dense range's estimate, estimate.hpp).
+  CHECK(plan(h100(), [&] {
+          auto p = boxed(64, 64);
+          p.expected_groups = 1024;
+          return p;
+        }(), {}, shape).range_local().has_value());
+}
+
+TEST_CASE("a key box's entries: every key of the box one entry, in mixed radix, and back") {
+  using triple = packed_key<std::uint8_t, std::int16_t, std::uint32_t>;
+  detail::key_box_builder builder(triple::layout);
+  builder.add(triple::to_bits({200, -3, 4000000000u}));
+  builder.add(triple::to_bits({203, -1, 4000000002u}));
+  const auto box = builder.box();
+  REQUIRE(box.fields == 3);
+  CHECK(box.keys() == 4 * 3 * 3);
+  CHECK(box.lowest == triple::to_bits({200, -3, 4000000000u}));
+  std::vector<bool> seen(36, false);
+  for (unsigned a = 200; a <= 203; ++a) {
+    for (int b = -3; b <= -1; ++b) {
+      for (std::uint32_t c = 4000000000u; c <= 4000000002u; ++c) {
+        const std::uint64_t word = triple::to_bits({std::uint8_t(a), std::int16_t(b), c});
+        const std::uint64_t entry = detail::box_entry(triple::layout, box, word);
+        REQUIRE(entry < 36);
+        CHECK_FALSE(seen[entry]);
+        seen[entry] = true;
+        CHECK(detail::box_word(triple::layout, box, entry) == word);
+      }
+    }
+  }
+  // A field below or above its range is outside the box, whatever the other fields hold.
+  const auto none = ~std::uint64_t{0};
+  CHECK(detail::box_entry(triple::layout, box, triple::to_bits({199, -2, 4000000001u})) == none);
+  CHECK(detail::box_entry(triple::layout, box, triple::to_bits({204, -2, 4000000001u})) == none);
+  CHECK(detail::box_entry(triple::layout, box, triple::to_bits({201, 0, 4000000001u})) == none);
+  CHECK(detail::box_entry(triple::layout, box, triple::to_bits({201, -4, 4000000001u})) == none);
+  CHECK(detail::box_entry(triple::layout, box, triple::to_bits({201, -2, 3999999999u})) == none);
+  // One field: the word less the lowest, a word below it wrapping past the box.
+  const detail::key_box range{~std::uint64_t{0} - 9, {9}, 1};
+  CHECK(detail::box_entry(detail::key_layout{}, range, ~std::uint64_t{0}) == 9);
+  CHECK(detail::box_word(detail::key_layout{}, range, 9) == ~std::uint64_t{0});
+  CHECK(detail::box_entry(detail::key_layout{}, range, 0) == none);
 }

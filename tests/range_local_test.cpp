@@ -1,7 +1,8 @@
 // WORKGROUPLOCAL's range local table: exact queries through it over dense ranges of keys
 // anywhere in the key type's range (the empty marker's word among them), keys outside the
 // range (the global table's), four distributions, copies, 64-bit keys, two key columns and a
-// WHERE clause. The plan's choice is plan_test's.
+// WHERE clause; composite keys over a box of their columns' ranges, with keys outside it. The
+// plan's choice is plan_test's.
 #include "support.hpp"
 
 using namespace gpuagg;
@@ -138,5 +139,79 @@ TEST_CASE("the range local table: two narrow key columns, a WHERE clause that ma
     CHECK(std::get<0>(two.columns)[i] == std::get<0>(expected.columns)[at[key]]);
     CHECK(std::get<1>(two.columns)[i] == std::get<1>(expected.columns)[at[key]]);
     CHECK(std::get<2>(two.columns)[i] == std::get<2>(expected.columns)[at[key]]);
+  }
+}
+
+namespace {
+
+/// Keys (a, b) of the box [a0, a0 + na) x [b0, b0 + nb), drawn as distribution `d` over the
+/// box's keys, and on 20 rows the sample never reads keys with one column outside its range.
+template <class A, class B>
+void check_box(A a0, std::size_t na, B b0, std::size_t nb, distribution d, std::uint32_t copies,
+               std::mt19937_64& rng) {
+  const std::size_t rows = 40'000;
+  const auto ids = key_dictionary<std::uint32_t>(na * nb, rng, false, 0, static_cast<std::uint32_t>(na * nb - 1));
+  const auto drawn = draw_keys(ids, rows, d, rng);
+  std::vector<A> a(rows);
+  std::vector<B> b(rows);
+  for (std::size_t i = 0; i < rows; ++i) {
+    a[i] = static_cast<A>(a0 + static_cast<A>(drawn[i] / nb));
+    b[i] = static_cast<B>(b0 + static_cast<B>(drawn[i] % nb));
+  }
+  // Past the sampled rows (0 to 32,767): a column just below or above its range (wrapping in its
+  // bits where the range starts at the type's lowest or ends at its highest), the other inside.
+  for (std::size_t i = 0; i < 20; ++i) {
+    const std::size_t row = 32'768 + (i * 353) % 7'000;
+    switch (i % 4) {
+      case 0: a[row] = static_cast<A>(a0 - 1); break;
+      case 1: a[row] = static_cast<A>(a0 + static_cast<A>(na)); break;
+      case 2: b[row] = static_cast<B>(b0 - 1); break;
+      default: b[row] = static_cast<B>(b0 + static_cast<B>(nb)); break;
+    }
+  }
+  const auto v = random_values<std::int64_t>(rows, rng);
+  using bound = bound_query<packed_key<A, B>, std::remove_const_t<decltype(sum_count_min)>, std::int64_t>;
+  std::vector<std::tuple<A, B>> tuples(rows);
+  for (std::size_t i = 0; i < rows; ++i) tuples[i] = {a[i], b[i]};
+  const auto expected =
+      reference_group_by<bound>(std::span<const std::tuple<A, B>>(tuples), std::span<const std::int64_t>(v));
+  const auto r = group_by(keys(a, b), v, sum_count_min, range_options(copies));
+  check_same(r, expected);
+  REQUIRE_FALSE(r.stats.blocks.empty());
+  for (const auto& blk : r.stats.blocks) CHECK(blk.range_local);
+  // The box, not the packed words' range (2^32 and more apart): at most the box's keys, all of
+  // them where the sample saw every column's extremes (uniform keys over at most 300).
+  const auto plan = make_driver(keys(a, b), v, sum_count_min, range_options(copies));
+  const auto& range = plan->plan().range_local();
+  REQUIRE(range.has_value());
+  CHECK(range->box.fields == 2);
+  CHECK(range->buckets <= na * nb);
+  if (d == distribution::uniform) CHECK(range->buckets == na * nb);
+}
+
+}  // namespace
+
+TEST_CASE("the range local table of composite keys: the box of the columns' ranges, keys outside it") {
+  const auto seed = fresh_seed();
+  CAPTURE(seed);
+  std::mt19937_64 rng(seed);
+  constexpr std::uint32_t top = std::numeric_limits<std::uint32_t>::max();
+  for (const distribution d : {distribution::uniform, distribution::zipf, distribution::heavy_hitter,
+                               distribution::sorted_runs}) {
+    for (const std::uint32_t copies : {0u, 4u}) {
+      const std::string distribution_name = name(d);
+      CAPTURE(distribution_name);
+      CAPTURE(copies);
+      // Two uint32 columns (a 64-bit word): from zero, anywhere, and up to every column's largest
+      // value (the box's last key is the empty marker's word).
+      check_box<std::uint32_t, std::uint32_t>(0, 12, 0, 25, d, copies, rng);
+      check_box<std::uint32_t, std::uint32_t>(static_cast<std::uint32_t>(rng() % (top - 100)), 17,
+                                              static_cast<std::uint32_t>(rng() % (top - 100)), 16, d, copies, rng);
+      check_box<std::uint32_t, std::uint32_t>(top - 9, 10, top - 29, 30, d, copies, rng);
+      // A negative range of a 16-bit column beside an 8-bit one (a 32-bit word), and a range up
+      // to the 16-bit column's largest value.
+      check_box<std::int16_t, std::uint8_t>(-300, 8, 250, 6, d, copies, rng);
+      check_box<std::uint8_t, std::int16_t>(0, 3, std::numeric_limits<std::int16_t>::max() - 4, 5, d, copies, rng);
+    }
   }
 }

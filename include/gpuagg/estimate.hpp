@@ -459,8 +459,9 @@ bool power_law_sample(const Frequent& frequent) {
 }
 
 /// Stage 1's other decision: a sample whose keys lie in a range of at most dense_range_max_keys
-/// key words and cover at least 1/dense_range_min_coverage of them (a dense range: ids, codes,
-/// small integers, skewed or not) bounds the groups by the range's keys, and its distinct keys
+/// keys and cover at least 1/dense_range_min_coverage of them (a dense range: ids, codes,
+/// small integers, skewed or not; of composite keys, a box of such columns: `keys` is the
+/// sample's key_box::keys) bounds the groups by the range's keys, and its distinct keys
 /// bound them from below, so the range is within dense_range_min_coverage of the truth, and
 /// of the rows outside it, a strided sample's extremes leave about 2 / (sample size + 1) (order
 /// statistics; growth takes what they add). Skewed keys, whose frequencies Chao1 leaves
@@ -468,12 +469,11 @@ bool power_law_sample(const Frequent& frequent) {
 /// more than the query's AGGREGATE at these group counts.
 inline constexpr std::uint64_t dense_range_max_keys = std::uint64_t{1} << 14;
 inline constexpr std::uint64_t dense_range_min_coverage = 4;
-inline std::optional<std::uint64_t> dense_range_groups(std::size_t sample_size, std::uint64_t distinct,
-                                                       std::uint64_t lowest, std::uint64_t highest) {
-  if (sample_size == 0 || highest < lowest || highest - lowest >= dense_range_max_keys) return std::nullopt;
-  const std::uint64_t keys = highest - lowest + 1;
-  if (distinct * dense_range_min_coverage < keys) return std::nullopt;
-  return keys;
+inline std::optional<std::uint64_t> dense_range_groups(std::size_t sample_size, std::uint64_t distinct, double keys) {
+  if (sample_size == 0 || !(keys >= 1) || keys > double(dense_range_max_keys)) return std::nullopt;
+  const auto range = static_cast<std::uint64_t>(keys);
+  if (distinct * dense_range_min_coverage < range) return std::nullopt;
+  return range;
 }
 
 /// An estimate and the stage that made it.
@@ -505,7 +505,7 @@ staged_estimate estimate_in_stages(const Profile& profile, std::uint64_t rows, b
                                                          profile.twice, rows, power_law_sample(profile.frequent))) {
     return {std::max<std::uint64_t>(from_sample->groups, 1), estimate_source::sample, from_sample->relative_error};
   }
-  if (const auto range = dense_range_groups(profile.sample_size, profile.distinct, profile.lowest, profile.highest)) {
+  if (const auto range = dense_range_groups(profile.sample_size, profile.distinct, profile.box.keys())) {
     return {*range, estimate_source::sample};
   }
   if (rows == 0) return {1, estimate_source::sample};

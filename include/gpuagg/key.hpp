@@ -21,6 +21,7 @@
 #include <utility>
 
 #include "detail/fixed_string.hpp"
+#include "detail/key_fields.hpp"
 #include "types.hpp"
 
 namespace gpuagg {
@@ -60,6 +61,8 @@ struct single_key {
   static constexpr std::array<std::size_t, 1> column_bytes{sizeof(T)};
   static constexpr bits_type empty_bits = static_cast<bits_type>(~bits_type{0});
   static constexpr auto name = cl_type_name<T>;
+  /// One field, the whole word (the kernels' KEY_FIELDS defaults to 1).
+  static constexpr detail::key_layout layout{};
 
   /// The key's word: its own bits, narrower signed keys sign-extended (so a domain [min, max]
   /// stays contiguous in the word).
@@ -126,6 +129,14 @@ struct packed_key {
       at += static_cast<unsigned>(column_bytes[i] * 8);
     }
     return s;
+  }();
+
+  /// Each column a field of the word (KEY_FIELDS, KEY_FIELD_SHIFTS and KEY_FIELD_BITS in OpenCL).
+  static constexpr detail::key_layout layout = [] {
+    detail::key_layout l;
+    l.count = static_cast<std::uint32_t>(columns);
+    for (std::size_t i = 0; i < columns; ++i) l.fields[i] = {shifts[i], static_cast<unsigned>(column_bytes[i] * 8)};
+    return l;
   }();
 
   static constexpr bits_type to_bits(const value_type& key) noexcept {
@@ -206,7 +217,11 @@ struct packed_key {
           fixed_string{"\n#define KEY_COPY(to, from)"},
           concat(fixed_string{" key_copy"}, to_fixed_string<I>(), fixed_string{"[to] = key_in"}, to_fixed_string<I>(),
                  fixed_string{"[from];"})...,
-          fixed_string{"\n"});
+          fixed_string{"\n#define KEY_FIELDS "}, to_fixed_string<columns>(), fixed_string{"\n#define KEY_FIELD_SHIFTS {"},
+          concat(to_fixed_string<shifts[I]>(), fixed_string{"u,"})...,
+          fixed_string{"}\n#define KEY_FIELD_BITS {"},
+          concat(to_fixed_string<column_bytes[I] * 8>(), fixed_string{"u,"})...,
+          fixed_string{"}\n"});
     }(std::index_sequence_for<T...>{});
   }();
 };

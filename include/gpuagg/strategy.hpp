@@ -132,7 +132,9 @@ struct workgroup_local_strategy {
     args.keys = {Query::identity_scheme || variant.range_local ? (entries + 31) / 32 * 4
                  : variant.perfect_local                          ? buckets * Query::key_bytes
                                                                   : entries * Query::key_bytes};
-    if (variant.range_local) args.range_lowest = static_cast<typename Query::bits_type>(plan.range_local()->lowest);
+    if (variant.range_local) {
+      args.range = {static_cast<typename Query::bits_type>(plan.range_local()->box.lowest), plan.range_local()->spans()};
+    }
     if (variant.perfect_local) {
       const auto& hash = *plan.perfect_local();
       auto& perfect = args.perfect.emplace();

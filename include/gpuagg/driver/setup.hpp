@@ -92,7 +92,7 @@ void aggregation_driver<Bound>::setup() {
       const detail::phase_clock counting(stats_.host.profile);
       const std::size_t n = sample.size() / 2;
       found.profile = detail::profile_sample(std::span<const bits_type>(sample.data(), n),
-                                             std::span<const bits_type>(sample.data() + n, n));
+                                             std::span<const bits_type>(sample.data() + n, n), Bound::key::layout);
     }
     if constexpr (identity_scheme) {
       found.estimate = {opts_.domain->size, estimate_source::domain};
@@ -208,7 +208,7 @@ void aggregation_driver<Bound>::make_planner(const detail::sample_profile& sampl
   profile.hottest_key_share = sample.hottest_key_share;
   profile.runs_share = sample.runs_share;
   profile.key_span = profile.sampled ? double(sample.highest - sample.lowest) + 1 : 0;
-  profile.key_lowest = sample.lowest;
+  profile.key_box = sample.box;
   profile.sample_size = sample.sample_size;
   profile.restartable = restartable_;
   for (const auto& [key, count] : sample.frequent) profile.frequent_counts.push_back(count);

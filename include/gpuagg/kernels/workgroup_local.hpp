@@ -44,16 +44,60 @@ inline uint gpuagg_insert_dense_local(__local uint* used, KEY_T k, uint capacity
 }
 #endif
 // The range local table (GPUAGG_RANGE_LOCAL; query_planner::range_local) has direct addressing's
-// local layout over the key words [range_lowest, range_lowest + capacity), in front of a global
-// hash table: a row's word less range_lowest is its bucket, and a row outside the range goes to
-// the global table. Unsigned words: a word below range_lowest wraps past the capacity.
+// local layout over a box of keys, in front of a global hash table: a row outside the box goes
+// to the global table. Of one key column the box is the key words [range_lowest, range_lowest +
+// capacity), and a row's word less range_lowest is its bucket (unsigned words: a word below
+// range_lowest wraps past the capacity). Of a packed key (KEY_FIELDS columns, each a field of the
+// word) it is every column's range: field i of range_lowest and the next (range_spans >> 16 i) &
+// 0xFFFF values, and a row's bucket is its fields' offsets in mixed radix (detail::box_entry), so
+// identifiers, flags and dates packed into one wide word still address a table of their
+// combinations.
 #if GPUAGG_RANGE_LOCAL
-#define GPUAGG_RANGE_PARAMS , const KEY_T range_lowest
-inline uint gpuagg_insert_range_local(__local uint* used, KEY_T k, uint capacity, KEY_T lowest, uint stride,
-                                      uint lane) {
+#define GPUAGG_RANGE_PARAMS , const KEY_T range_lowest, const ulong range_spans
+#ifndef KEY_FIELDS
+#define KEY_FIELDS 1
+#endif
+#if KEY_FIELDS > 1
+#define GPUAGG_FIELD_MASK(bits) ((bits) >= 8u * sizeof(KEY_T) ? ~(KEY_T)0 : (((KEY_T)1 << (bits)) - (KEY_T)1))
+#endif
+inline uint gpuagg_range_bucket(KEY_T k, KEY_T lowest, uint capacity, ulong spans) {
+#if KEY_FIELDS == 1
   const KEY_T offset = k - lowest;
-  if (offset >= (KEY_T)capacity) return GPUAGG_NO_SLOT;
-  const uint b = (uint)offset;
+  return offset < (KEY_T)capacity ? (uint)offset : GPUAGG_NO_SLOT;
+#else
+  const uint shifts[KEY_FIELDS] = KEY_FIELD_SHIFTS;
+  const uint bits[KEY_FIELDS] = KEY_FIELD_BITS;
+  uint b = 0;
+  for (uint i = 0; i < KEY_FIELDS; ++i) {
+    const KEY_T offset = ((k >> shifts[i]) - (lowest >> shifts[i])) & GPUAGG_FIELD_MASK(bits[i]);
+    const uint span = (uint)(spans >> (16u * i)) & 0xFFFFu;
+    if (offset >= (KEY_T)span) return GPUAGG_NO_SLOT;
+    b = b * span + (uint)offset;
+  }
+  return b;
+#endif
+}
+// The key word of bucket b (detail::box_word).
+inline KEY_T gpuagg_range_key(uint b, KEY_T lowest, ulong spans) {
+#if KEY_FIELDS == 1
+  return lowest + (KEY_T)b;
+#else
+  const uint shifts[KEY_FIELDS] = KEY_FIELD_SHIFTS;
+  const uint bits[KEY_FIELDS] = KEY_FIELD_BITS;
+  KEY_T k = 0;
+  for (int i = KEY_FIELDS - 1; i >= 0; --i) {
+    const uint span = (uint)(spans >> (16u * (uint)i)) & 0xFFFFu;
+    const KEY_T mask = GPUAGG_FIELD_MASK(bits[i]);
+    k |= (((lowest >> shifts[i]) + (KEY_T)(b % span)) & mask) << shifts[i];
+    b /= span;
+  }
+  return k;
+#endif
+}
+inline uint gpuagg_insert_range_local(__local uint* used, KEY_T k, uint capacity, KEY_T lowest, ulong spans,
+                                      uint stride, uint lane) {
+  const uint b = gpuagg_range_bucket(k, lowest, capacity, spans);
+  if (b == GPUAGG_NO_SLOT) return GPUAGG_NO_SLOT;
   gpuagg_mark_used(used, b * stride + lane);
   return b;
 }
@@ -131,7 +175,7 @@ __kernel void gpuagg_aggregate(GPUAGG_AGGREGATE_PARAMS, __local KEY_T* l_keys AC
 #define GPUAGG_LOCAL_SLOT(k) gpuagg_insert_dense_local(GPUAGG_LOCAL_BITMAP, k, local_capacity, key_min, copies, copy)
 #elif GPUAGG_RANGE_LOCAL
 #define GPUAGG_LOCAL_SLOT(k) \
-  gpuagg_insert_range_local(GPUAGG_LOCAL_BITMAP, k, local_capacity, range_lowest, copies, copy)
+  gpuagg_insert_range_local(GPUAGG_LOCAL_BITMAP, k, local_capacity, range_lowest, range_spans, copies, copy)
 #elif GPUAGG_PERFECT_LOCAL
 #define GPUAGG_LOCAL_SLOT(k) \
   gpuagg_find_perfect_local(l_keys, l_displacement, l_used, k, local_capacity, perfect_group_mask, perfect_seed, \
@@ -237,8 +281,8 @@ __kernel void gpuagg_aggregate(GPUAGG_AGGREGATE_PARAMS, __local KEY_T* l_keys AC
     const KEY_T k = key_min + (KEY_T)b;
     const bool used = b < local_capacity && GPUAGG_LOCAL_USED(s);
 #elif GPUAGG_RANGE_LOCAL
-    const KEY_T k = range_lowest + (KEY_T)b;
     const bool used = b < local_capacity && GPUAGG_LOCAL_USED(s);
+    const KEY_T k = used ? gpuagg_range_key(b, range_lowest, range_spans) : EMPTY_KEY;
 #elif GPUAGG_PERFECT_LOCAL
     const KEY_T k = b < local_capacity ? l_keys[b] : EMPTY_KEY;
     const bool used = b < local_capacity ? GPUAGG_LOCAL_USED(s) : l_special != 0;
@@ -284,6 +328,18 @@ struct perfect_local_args {
   }
 };
 
+/// GPUAGG_RANGE_PARAMS: range_lowest, range_spans (range_local_plan).
+template <class Bits>
+struct range_local_args {
+  Bits lowest{};
+  std::uint64_t spans = 0;
+  template <class F>
+  void for_each(F& f) const {
+    f(lowest);
+    f(spans);
+  }
+};
+
 /// WORKGROUPLOCAL's parameters after GPUAGG_AGGREGATE_PARAMS: l_keys ACC_PARAMS(l_) (local
 /// memory), local_bits, local_capacity, copies GPUAGG_PERFECT_PARAMS GPUAGG_RANGE_PARAMS
 /// GPUAGG_COLD_QUEUE_PARAMS.
@@ -295,7 +351,7 @@ struct workgroup_local_args {
   std::uint32_t capacity = 0;  ///< buckets of one copy
   std::uint32_t copies = 1;
   std::optional<perfect_local_args<Buffer>> perfect;  ///< exactly in builds with -DGPUAGG_PERFECT_LOCAL
-  std::optional<Bits> range_lowest;                   ///< exactly in builds with -DGPUAGG_RANGE_LOCAL
+  std::optional<range_local_args<Bits>> range;        ///< exactly in builds with -DGPUAGG_RANGE_LOCAL
   std::optional<cold_queue_args> cold_queue;          ///< exactly in builds with -DGPUAGG_COLD_QUEUE
   template <class F>
   void for_each(F& f) const {
@@ -305,7 +361,7 @@ struct workgroup_local_args {
     f(capacity);
     f(copies);
     f(perfect);
-    f(range_lowest);
+    f(range);
     f(cold_queue);
   }
 };

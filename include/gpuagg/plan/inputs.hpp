@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "../detail/key_fields.hpp"
 #include "../estimate.hpp"
 #include "../launch_config.hpp"
 
@@ -47,7 +48,9 @@ struct input_profile {
   double hottest_key_share = 0;       ///< the sample's most frequent key's share of it
   double runs_share = 0;              ///< the sample's rows whose right neighbour has their key
   double key_span = 0;                ///< the sampled keys' range of table words (0: not sampled)
-  std::uint64_t key_lowest = 0;       ///< the sample's smallest table word (where sampled)
+  /// The sampled keys' box (where sampled): every key column's range, for one key column the
+  /// range of table words (detail/key_fields.hpp).
+  detail::key_box key_box;
   /// The sample's frequent keys' counts, most frequent first (detail::sample_profile), and the
   /// sample's size: they decide the hot-key table.
   std::vector<std::uint32_t> frequent_counts;
@@ -91,10 +94,19 @@ struct hot_table_plan {
 };
 
 /// WORKGROUPLOCAL's range local table (query_planner::range_local): a keyless local table for
-/// the table words [lowest, lowest + buckets), entry w - lowest for word w.
+/// the keys of a box (for one key column the table words [box.lowest, box.lowest + buckets)),
+/// entry detail::box_entry for each.
 struct range_local_plan {
-  std::uint64_t lowest = 0;
+  detail::key_box box;
   std::uint64_t buckets = 0;
+  /// The kernel's range_spans: each field's keys in 16 bits, field i's at bit 16 i (one field's
+  /// are the capacity, and the word is 0).
+  std::uint64_t spans() const noexcept {
+    if (box.fields <= 1) return 0;
+    std::uint64_t word = 0;
+    for (std::uint32_t i = 0; i < box.fields; ++i) word |= (box.extent[i] + 1) << (16 * i);
+    return word;
+  }
 };
 
 /// Whether and how the tuner refines the plan online.

@@ -95,13 +95,23 @@ inline std::optional<detail::perfect_hash> query_planner::plan_perfect_local() c
 }
 
 inline std::optional<range_local_plan> query_planner::plan_range_local() const {
-  if (shape_.identity_scheme || !profile_.sampled || profile_.key_span < 1) return std::nullopt;
+  const detail::key_box& box = profile_.key_box;
+  if (shape_.identity_scheme || !profile_.sampled || box.fields == 0) return std::nullopt;
   if (opts_.range_local_table ? !*opts_.range_local_table : !device_.is_gpu) return std::nullopt;
-  const double span = profile_.key_span;
-  if (span > double(device_.local_mem_bytes) * 8) return std::nullopt;  // far too large to count bytes
-  const auto buckets = static_cast<std::uint64_t>(span);
+  const double keys = box.keys();
+  if (keys > double(device_.local_mem_bytes) * 8) return std::nullopt;  // far too large to count bytes
+  // A sparse range (TPC-H Q1's flags: 4 of the 180 keys of their box) would spend on keys that
+  // never come the local memory a probed table of its few groups gives to copies.
+  if (!opts_.range_local_table && keys > double(planned_groups()) * double(detail::dense_range_min_coverage)) {
+    return std::nullopt;
+  }
+  // The kernel takes each field's keys in 16 bits (range_local_plan::spans).
+  for (std::uint32_t i = 0; box.fields > 1 && i < box.fields; ++i) {
+    if (box.extent[i] >= 0xFFFF) return std::nullopt;
+  }
+  const auto buckets = static_cast<std::uint64_t>(keys);
   if (keyless_table_bytes(buckets, 1) + 64 > device_.local_mem_bytes) return std::nullopt;
-  return range_local_plan{profile_.key_lowest, buckets};
+  return range_local_plan{box, buckets};
 }
 
 inline std::uint32_t query_planner::local_table_copies(const launch_config& config) const {

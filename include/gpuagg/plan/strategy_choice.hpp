@@ -40,10 +40,16 @@ inline launch_config query_planner::initial_config(strategy_kind strategy) const
   const bool dominant = profile_.hottest_key_share >= dominant_key_share;
   const bool frequent = hot_.share >= hot_table_min_share;
   const bool local = strategy == strategy_kind::workgroup_local;
-  // Scattered keys' configurations where the entry has them (a zero size: not measured).
+  // Scattered keys' configurations where the entry has them (a zero size: not measured). They
+  // run more work groups to hide the waits of a SIMD group for its longest probe sequence; the
+  // range and perfect local tables give WORKGROUPLOCAL's rows their bucket without a probe (a
+  // box of composite keys, spread over their packed words, a bucket a key as a dense range), so
+  // they start from shuffled keys' configuration.
   const launch_config& scattered = local ? r.workgroup_local_scattered : r.shared_scattered;
-  const launch_config& shuffled =
-      scattered_keys() && scattered.work_group_size != 0 ? scattered : (local ? r.workgroup_local : r.shared);
+  const bool hashed = !(local && (range_ || perfect_));
+  const launch_config& shuffled = hashed && scattered_keys() && scattered.work_group_size != 0
+                                      ? scattered
+                                      : (local ? r.workgroup_local : r.shared);
   launch_config config = runs       ? (local ? r.workgroup_local_runs : r.shared_runs)
                          : dominant ? (local ? r.workgroup_local_dominant : r.shared_dominant)
                          : frequent ? (local ? r.workgroup_local_frequent : r.shared_frequent)
