@@ -186,13 +186,14 @@ struct options {
   /// true builds it from any sample that fits local memory (CPUs too); false never.
   std::optional<bool> perfect_local_table;
   /// Give WORKGROUPLOCAL a range local table: direct addressing in local memory over the key
-  /// sample's range of key words (accumulators and a bit per key, no keys), so that a row's key
-  /// is its bucket and no row probes; a row whose key lies outside the range goes to the global
-  /// table, which stays a hash table. Default: on a GPU, wherever the range fits local memory
-  /// (query_planner::range_local): a dense range of up to a few thousand keys, about three
-  /// times the groups a probed table of keys and accumulators at load 1/2 holds there.
-  /// true: wherever the range fits (CPUs too); false never. Takes precedence over
-  /// perfect_local_table.
+  /// sample's range of key words, for composite keys over each key column's range (a box:
+  /// accumulators and a bit per key, no keys), so that a row's key is its bucket and no row
+  /// probes; a row whose key lies outside the range goes to the global table, which stays a
+  /// hash table. Default: on a GPU, wherever the range fits local memory and the groups planned
+  /// fill at least a quarter of it (query_planner::range_local): a dense range of up to a few
+  /// thousand keys, about three times the groups a probed table of keys and accumulators at
+  /// load 1/2 holds there. true: wherever the range fits (CPUs too); false never. Takes
+  /// precedence over perfect_local_table.
   std::optional<bool> range_local_table;
   /// Runs per input block for PARTITION (kernels/partition.hpp): 1 turns it off, a power of two up to
   /// 1024 orders each block's rows into that many runs by the region of the table their home

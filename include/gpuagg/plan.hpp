@@ -322,10 +322,13 @@ class query_planner {
   static constexpr double perfect_max_unseen_share = 1.0 / 64;
 
   /// WORKGROUPLOCAL's range local table (kernels/workgroup_local.hpp: GPUAGG_RANGE_LOCAL): direct
-  /// addressing in local memory over the sample's range of key words, or none. options'
+  /// addressing in local memory over the sample's range of key words (of composite keys, the
+  /// box of every key column's range: input_profile::key_box), or none. options'
   /// `range_local_table` if set (true: wherever the range fits local memory), else on a GPU
-  /// wherever it fits (a CPU's local memory is its caches, where a probed table's keys cost no
-  /// scarce bytes and its work items wait for no other's probe). A row's key word, less the
+  /// wherever it fits and the groups planned are at least a quarter of its keys (a CPU's local
+  /// memory is its caches, where a probed table's keys cost no scarce bytes and its work items
+  /// wait for no other's probe; a sparse range would take the local memory a probed table of
+  /// its few groups gives to copies). A row's key word, less the
   /// range's lowest, is its bucket: no hash, no key in local memory, no probe, and every key of
   /// the range has its bucket, seen by the sample or not. A row outside the range goes to the global table; a strided sample's extremes leave
   /// out about 2 / (sample size + 1) of the rows of any distribution of shuffled keys (order
