@@ -306,6 +306,33 @@ TEST_CASE("an estimate a little above a power of two sizes the table for it, wit
   CHECK(plan(h100(), profile).initial_table_capacity() == std::uint64_t{1} << 26);
 }
 
+TEST_CASE("scattered keys' table at half the load factor while it stays in the L2, on a GPU") {
+  const auto keys = [](std::uint64_t groups, double span) {
+    auto p = uniform_input(groups);
+    p.key_span = span;
+    return p;
+  };
+  const double spread = 4294967296.0;
+  // A uint32 key and a 64-bit sum (12-byte buckets): 2^16 and 2^18 scattered groups get 2^18 and
+  // 2^20 buckets (3 and 12 MiB), 2^20 groups the load factor's 2^21 (a table of 2^22, 48 MiB,
+  // would leave the L2); dense keys, whose multiply-shift hash probes once, and a CPU keep it.
+  CHECK(plan(h100(), keys(1 << 16, spread)).initial_table_capacity() == std::uint64_t{1} << 18);
+  CHECK(plan(h100(), keys(1 << 18, spread)).initial_table_capacity() == std::uint64_t{1} << 20);
+  CHECK(plan(h100(), keys(1 << 20, spread)).initial_table_capacity() == std::uint64_t{1} << 21);
+  CHECK(plan(h100(), keys(1 << 16, double(1 << 16))).initial_table_capacity() == std::uint64_t{1} << 17);
+  CHECK(plan(pocl_cpu(), keys(1 << 16, spread)).initial_table_capacity() == std::uint64_t{1} << 17);
+  // Two uint32 key columns (16-byte buckets): 2^18 groups' 2^20 buckets take 16 MiB, at most half
+  // of cache_resident_table_bytes.
+  query_shape pairs = recorded_shape();
+  pairs.key_bytes = 8;
+  pairs.bucket_bytes = 16;
+  CHECK(plan(h100(), keys(1 << 18, 1.8e19), {}, pairs).initial_table_capacity() == std::uint64_t{1} << 20);
+  CHECK(plan(h100(), keys(1 << 19, 1.8e19), {}, pairs).initial_table_capacity() == std::uint64_t{1} << 20);
+  // The regime (the entry's configurations) stays the load factor's.
+  CHECK(plan(h100(), keys(1 << 16, spread)).regime().max_table_log2 ==
+        plan(h100(), keys(1 << 16, double(1 << 16))).regime().max_table_log2);
+}
+
 TEST_CASE("host input: its blocks follow the options alone; the first blocks' copies start within a budget") {
   // uint32 keys and values: 16 MiB of the widest column, 4 Mi rows, 32 MiB a block.
   const query_shape s = recorded_shape();

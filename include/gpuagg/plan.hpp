@@ -85,8 +85,16 @@ class query_planner {
   /// Buckets for `groups` at the load factor: a power of two, at least 16.
   std::uint64_t table_capacity_for(std::uint64_t groups) const;
 
-  /// The first table: the domain (direct addressing), else sized for the planned groups.
+  /// The first table: the domain (direct addressing), else sized for the planned groups; on a
+  /// GPU, scattered keys' (scattered_keys) at half the load factor while that table takes at
+  /// most half of cache_resident_table_bytes. A SIMD group waits for its longest probe
+  /// sequence, which random keys make long where a dense range's take one bucket each; a table
+  /// twice as large shortens it, and costs nothing but memory while it stays in the cache. Past
+  /// the L2 the larger table's misses (and PARTITION's runs) cost more than the probes save.
   std::uint64_t initial_table_capacity() const;
+  /// The largest global table taken to stay in a GPU's L2 beside the streamed input (the H100's
+  /// is 50 MiB; OpenCL's CL_DEVICE_GLOBAL_MEM_CACHE_SIZE does not report it on every GPU).
+  static constexpr std::uint64_t cache_resident_table_bytes = std::uint64_t{40} << 20;
 
   /// The groups tables are sized for: the planned groups, except that an estimate within its
   /// error (estimate_tolerance, or 2.5 of the estimate's own standard errors where it knows them

@@ -26,7 +26,10 @@ inline std::uint64_t query_planner::table_capacity_for(std::uint64_t groups) con
 }
 
 inline std::uint64_t query_planner::initial_table_capacity() const {
-  return shape_.identity_scheme ? shape_.domain_size : table_capacity_for(sizing_groups());
+  if (shape_.identity_scheme) return shape_.domain_size;
+  const std::uint64_t capacity = table_capacity_for(sizing_groups());
+  if (!device_.is_gpu || !scattered_keys() || capacity > (std::uint64_t{1} << 30)) return capacity;
+  return global_table_bytes(2 * capacity, false) <= cache_resident_table_bytes / 2 ? 2 * capacity : capacity;
 }
 
 inline std::uint64_t query_planner::sizing_groups() const {
@@ -71,7 +74,7 @@ inline std::uint32_t query_planner::partitions(std::uint64_t rows, std::uint64_t
   std::uint64_t parts = opts_.partitions;
   if (parts == 0) {
     const std::uint64_t bytes = global_table_bytes(capacity, interleaved_layout);
-    parts = rows < (std::uint64_t{1} << 16) || bytes <= (std::uint64_t{40} << 20) ? 1
+    parts = rows < (std::uint64_t{1} << 16) || bytes <= cache_resident_table_bytes ? 1
             : bytes <= (std::uint64_t{128} << 20)                                  ? 8
             : bytes <= (std::uint64_t{3} << 30)                                    ? 32
                                                                                    : 1;
