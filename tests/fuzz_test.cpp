@@ -117,12 +117,32 @@ void run_case(const fuzz_case& c, std::mt19937_64& rng) {
     using A = std::tuple_element_t<0, K>;
     using B = std::tuple_element_t<1, K>;
     std::set<K> seen;
+    if (c.dense) {
+      // A box of keys (the range local table's composite case): a run of consecutive values of
+      // each column from anywhere in its type's range, up to its largest value.
+      const auto run = [&](auto type, std::size_t n) {
+        using T = decltype(type);
+        const std::int64_t lowest = std::numeric_limits<T>::min();
+        const std::int64_t room = std::int64_t{std::numeric_limits<T>::max()} - lowest - std::int64_t(n - 1);
+        const std::int64_t first = rng() % 4 == 0 ? room : std::int64_t(rng() % std::uint64_t(room + 1));
+        return static_cast<T>(lowest + first);
+      };
+      const std::size_t na = std::min<std::size_t>(1 + rng() % 64, c.groups);
+      const std::size_t nb = std::max<std::size_t>(1, std::min<std::size_t>(c.groups / na, 1000));
+      const A a0 = run(A{}, na);
+      const B b0 = run(B{}, nb);
+      for (std::size_t i = 0; i < na; ++i) {
+        for (std::size_t j = 0; j < nb; ++j) {
+          dictionary.push_back(K{static_cast<A>(a0 + static_cast<A>(i)), static_cast<B>(b0 + static_cast<B>(j))});
+        }
+      }
+    }
     const auto ea = extreme_keys<A>();
     const auto eb = extreme_keys<B>();
-    for (std::size_t i = 0; i < ea.size() && dictionary.size() < c.groups; ++i) {
+    for (std::size_t i = 0; i < ea.size() && dictionary.size() < c.groups && !c.dense; ++i) {
       if (seen.insert(K{ea[i], eb[i]}).second) dictionary.push_back(K{ea[i], eb[i]});
     }
-    while (dictionary.size() < c.groups) {
+    while (dictionary.size() < c.groups && !c.dense) {
       const K k{static_cast<A>(rng()), static_cast<B>(rng())};
       if (seen.insert(k).second) dictionary.push_back(k);
     }
