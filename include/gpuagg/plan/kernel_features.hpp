@@ -100,8 +100,8 @@ inline std::optional<range_local_plan> query_planner::plan_range_local() const {
   if (opts_.range_local_table ? !*opts_.range_local_table : !device_.is_gpu) return std::nullopt;
   const double keys = box.keys();
   if (keys > double(device_.local_mem_bytes) * 8) return std::nullopt;  // far too large to count bytes
-  // A sparse range (TPC-H Q1's flags: 4 of the 180 keys of their box) would spend on keys that
-  // never come the local memory a probed table of its few groups gives to copies.
+  // A sparse range (TPC-H Q1's flags: 4 groups in a box of 180 keys) would spend local memory on
+  // keys that never come; a probed table of its few groups gives that memory to copies.
   if (!opts_.range_local_table && keys > double(planned_groups()) * double(detail::dense_range_min_coverage)) {
     return std::nullopt;
   }
