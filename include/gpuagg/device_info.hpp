@@ -21,7 +21,10 @@ struct device_info {
   std::uint64_t local_mem_bytes = 0;
   std::uint64_t global_mem_bytes = 0;
   std::uint64_t max_alloc_bytes = 0;
-  std::uint64_t global_cache_bytes = 0;  ///< CL_DEVICE_GLOBAL_MEM_CACHE_SIZE (the L2 on GPUs)
+  /// CL_DEVICE_GLOBAL_MEM_CACHE_SIZE. Not the L2 on every GPU: an H200 reports less than 8 MiB
+  /// against about 50 MB of L2, so the plan bounds cache-resident tables by its own constant
+  /// (query_planner::cache_resident_table_bytes).
+  std::uint64_t global_cache_bytes = 0;
   bool is_gpu = false;
   bool int64_atomics = false;
   bool fp64 = false;
