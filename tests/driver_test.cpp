@@ -157,9 +157,9 @@ TEST_CASE("device input: the key sample is read from the columns at their offset
       CHECK(profile.sample_size == expected.sample_size);
       CHECK(profile.runs_share == expected.runs_share);
       CHECK(profile.hottest_key_share == expected.hottest_key_share);
-      CHECK(profile.key_span == double(expected.highest - expected.lowest) + 1);
-      CHECK(profile.key_box.lowest == expected.lowest);
-      CHECK(profile.key_box.keys() == profile.key_span);
+      CHECK(profile.key_span == expected.box.keys());
+      CHECK(profile.key_box.lowest == expected.box.lowest);
+      CHECK(profile.key_box.keys() <= double(expected.highest - expected.lowest) + 1);
       CHECK(profile.frequent_counts.size() == expected.frequent.size());
       // The first stage decides from the sample's frequencies: the same as the host's sample.
       const auto from_sample =

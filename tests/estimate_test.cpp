@@ -591,6 +591,36 @@ TEST_CASE("a dense range decides at stage 1: skewed keys over a few thousand ids
     CHECK(boxed.box.lowest == pair::to_bits({3, 100}));
     CHECK(detail::dense_range_groups(boxed.sample_size, boxed.distinct, boxed.box.keys()) ==
           std::optional<std::uint64_t>{1024});
+    // A signed range across zero: int32 keys -1 to 998 (words 0xFFFFFFFF and 0 to 998) are 1000
+    // keys from -1, not 2^32 words from 0; a column of int16 values -3 to 4 beside one of 16
+    // values is a box of 8 x 16 keys.
+    std::vector<std::uint32_t> ids;
+    for (std::int32_t k = -1; k < 999; ++k) ids.push_back(static_cast<std::uint32_t>(k));
+    const auto around_zero = detail::profile_sample(ids);
+    CHECK(around_zero.box.keys() == 1000);
+    CHECK(around_zero.box.lowest == 0xFFFFFFFFu);
+    CHECK(around_zero.highest - around_zero.lowest == 0xFFFFFFFFu);
+    CHECK(detail::dense_range_groups(around_zero.sample_size, around_zero.distinct, around_zero.box.keys()) ==
+          std::optional<std::uint64_t>{1000});
+    using mixed = packed_key<std::int16_t, std::uint8_t>;
+    std::vector<std::uint32_t> words;
+    for (int a = -3; a <= 4; ++a) {
+      for (int b = 200; b < 216; ++b) words.push_back(mixed::to_bits({std::int16_t(a), std::uint8_t(b)}));
+    }
+    const auto signed_box = detail::profile_sample(std::span<const std::uint32_t>(words), {}, mixed::layout);
+    CHECK(signed_box.box.keys() == 8 * 16);
+    CHECK(signed_box.box.lowest == mixed::to_bits({-3, 200}));
+    // Values that wrap past an unsigned column's largest (250 to 255, then 0 to 5 of a uint8
+    // column) are in order in the same view: 12 keys from 250.
+    using bytes = packed_key<std::uint8_t, std::uint8_t>;
+    std::vector<std::uint32_t> wrapped;
+    for (int a = 250; a < 262; ++a) wrapped.push_back(bytes::to_bits({std::uint8_t(a & 0xFF), 7}));
+    const auto wrap = detail::profile_sample(std::span<const std::uint32_t>(wrapped), {}, bytes::layout);
+    CHECK(wrap.box.keys() == 12);
+    CHECK(wrap.box.lowest == bytes::to_bits({250, 7}));
+    // Keys spread over the whole word stay as wide in either view.
+    std::vector<std::uint32_t> spread{0u, 0x40000000u, 0x80000000u, 0xC0000000u, 0xFFFFFFFFu};
+    CHECK(detail::profile_sample(spread).box.keys() >= 0xC0000000u);
   }
   // As the driver estimates device input: zipf and heavy-hitter keys over 2^10 and 2^12 ids ask
   // for no sketch and land within 2x (over 2^14 ids the sample sees fewer than a quarter of

@@ -91,6 +91,20 @@ TEST_CASE("the range local table: the whole range without outliers runs it; 64-b
                                                          std::span<const std::int64_t>(v)));
   REQUIRE(r.size() == 500);
   for (const auto& b : r.stats.blocks) CHECK(b.range_local);
+  // A sentinel beside ids (-1 and 0 to 498): a range of 500 keys from -1 across the words' wrap.
+  {
+    std::vector<std::int32_t> ids(k.size());
+    for (std::size_t i = 0; i < k.size(); ++i) ids[i] = static_cast<std::int32_t>(k[i] - base) - 1;
+    const auto s = group_by(ids, v, sum_count_min, range_options());
+    using bound = bound_query<single_key<std::int32_t>, std::remove_const_t<decltype(sum_count_min)>, std::int64_t>;
+    check_equal(s, reference_group_by<bound>(std::span<const std::int32_t>(ids), std::span<const std::int64_t>(v)));
+    for (const auto& b : s.stats.blocks) CHECK(b.range_local);
+    const auto plan = make_driver(std::span<const std::int32_t>(ids), std::span<const std::int64_t>(v), sum_count_min,
+                                  range_options());
+    REQUIRE(plan->plan().range_local().has_value());
+    CHECK(plan->plan().range_local()->buckets == 500);
+    CHECK(plan->plan().profile().key_span == 500);
+  }
   // Negative int32 keys: a range of words too (two's complement keeps a negative range in order).
   std::vector<std::int32_t> negative(k.size());
   for (std::size_t i = 0; i < k.size(); ++i) negative[i] = -1000 - static_cast<std::int32_t>(k[i] - base);
@@ -212,6 +226,8 @@ TEST_CASE("the range local table of composite keys: the box of the columns' rang
       // to the 16-bit column's largest value.
       check_box<std::int16_t, std::uint8_t>(-300, 8, 250, 6, d, copies, rng);
       check_box<std::uint8_t, std::int16_t>(0, 3, std::numeric_limits<std::int16_t>::max() - 4, 5, d, copies, rng);
+      // A signed column across zero (-4 to 5: its bits wrap) beside an unsigned one.
+      check_box<std::int16_t, std::uint32_t>(-4, 10, 77, 9, d, copies, rng);
     }
   }
 }

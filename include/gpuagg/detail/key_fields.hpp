@@ -44,15 +44,20 @@ struct key_box {
   }
 };
 
-/// The box of the keys fed to it: every field's smallest and largest value.
+/// The box of the keys fed to it: every field's smallest and largest value, as unsigned bits or,
+/// where that range is narrower, as two's complement (a signed column's -1 and 0..999 wrap in
+/// its bits: a range from -1 that box_entry's offsets, modulo the field, take as it is).
 class key_box_builder {
  public:
   explicit constexpr key_box_builder(const key_layout& layout) noexcept : layout_(layout) {}
   constexpr void add(std::uint64_t word) noexcept {
     for (std::uint32_t i = 0; i < layout_.count; ++i) {
       const std::uint64_t value = layout_.fields[i].of(word);
+      const std::uint64_t flipped = value ^ top(i);  // the order of the field's signed values
       if (!seen_ || value < low_[i]) low_[i] = value;
       if (!seen_ || value > high_[i]) high_[i] = value;
+      if (!seen_ || flipped < signed_low_[i]) signed_low_[i] = flipped;
+      if (!seen_ || flipped > signed_high_[i]) signed_high_[i] = flipped;
     }
     seen_ = true;
   }
@@ -61,16 +66,24 @@ class key_box_builder {
     if (!seen_) return box;
     box.fields = layout_.count;
     for (std::uint32_t i = 0; i < layout_.count; ++i) {
-      box.lowest |= low_[i] << layout_.fields[i].shift;
-      box.extent[i] = high_[i] - low_[i];
+      const bool as_signed = signed_high_[i] - signed_low_[i] < high_[i] - low_[i];
+      const std::uint64_t low = as_signed ? signed_low_[i] ^ top(i) : low_[i];
+      box.lowest |= low << layout_.fields[i].shift;
+      box.extent[i] = as_signed ? signed_high_[i] - signed_low_[i] : high_[i] - low_[i];
     }
     return box;
   }
 
  private:
+  constexpr std::uint64_t top(std::uint32_t i) const noexcept {
+    const unsigned bits = layout_.fields[i].bits;
+    return std::uint64_t{1} << ((bits >= 64 ? 64 : bits) - 1);
+  }
   key_layout layout_;
   std::array<std::uint64_t, max_key_fields> low_{};
   std::array<std::uint64_t, max_key_fields> high_{};
+  std::array<std::uint64_t, max_key_fields> signed_low_{};
+  std::array<std::uint64_t, max_key_fields> signed_high_{};
   bool seen_ = false;
 };
 

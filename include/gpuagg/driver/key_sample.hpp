@@ -35,9 +35,10 @@ struct sample_profile {
   /// range of keys from keys spread wider (query_planner::scattered_keys).
   std::uint64_t lowest = 0;
   std::uint64_t highest = 0;
-  /// The box of the sampled keys (detail/key_fields.hpp): each key column's range, for one key
-  /// column [lowest, highest]. A dense box of composite keys is a dense range of keys to the
-  /// group estimate (dense_range_groups) and to the range local table.
+  /// The box of the sampled keys (detail/key_fields.hpp): each key column's range (for one key
+  /// column, of words), as unsigned or as signed values, whichever is narrower. A dense box of
+  /// composite keys, or a signed range across zero, is a dense range of keys to the group
+  /// estimate (dense_range_groups), to the range local table and (one key column) to hashing.
   key_box box;
   /// The frequent keys (bits), most frequent first, and their counts in the sample: keys seen at
   /// least 8 times and at least 4 times as often as the average group (uniform keys have almost
@@ -134,7 +135,6 @@ sample_profile profile_sample(std::span<const Bits> sample, std::span<const Bits
   profile.hottest_key = static_cast<std::uint64_t>(hottest);
   profile.lowest = static_cast<std::uint64_t>(lowest);
   profile.highest = static_cast<std::uint64_t>(highest);
-  if (layout.count <= 1) profile.box = {profile.lowest, {profile.highest - profile.lowest}, 1};
   const double average = double(sample.size()) / double(std::max<std::uint64_t>(profile.distinct, 1));
   const auto least = static_cast<std::uint32_t>(std::max(8.0, std::ceil(4 * average)));
   // Runs: how often a sampled row's right neighbour holds the same key, the frequent keys'
@@ -155,14 +155,20 @@ sample_profile profile_sample(std::span<const Bits> sample, std::span<const Bits
   // the keys, the frequent keys, and the slot cleared.
   const bool keep_keys = used.size() <= max_sample_keys;
   if (keep_keys) profile.keys.reserve(used.size());
-  key_box_builder box(layout);
+  // The box: one key's field is its whole word (so a signed range wraps at the word's top bit).
+  key_layout fields = layout;
+  if (fields.count <= 1) {
+    fields = key_layout{};
+    fields.fields[0] = {0, static_cast<unsigned>(8 * sizeof(Bits))};
+  }
+  key_box_builder box(fields);
   for (const auto at : used) {
     if (keep_keys) profile.keys.push_back(static_cast<std::uint64_t>(table[at].key));
-    if (layout.count > 1) box.add(static_cast<std::uint64_t>(table[at].key));
+    box.add(static_cast<std::uint64_t>(table[at].key));
     if (table[at].count >= least) profile.frequent.emplace_back(static_cast<std::uint64_t>(table[at].key), table[at].count);
     table[at].count = 0;  // the scratch table is empty again for the next sample
   }
-  if (layout.count > 1) profile.box = box.box();
+  profile.box = box.box();
   const auto by_count = [](const auto& a, const auto& b) {
     return a.second != b.second ? a.second > b.second : a.first < b.first;
   };

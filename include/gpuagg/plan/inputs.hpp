@@ -47,7 +47,9 @@ struct input_profile {
   bool sampled = false;               ///< the key sample was taken (skew is known)
   double hottest_key_share = 0;       ///< the sample's most frequent key's share of it
   double runs_share = 0;              ///< the sample's rows whose right neighbour has their key
-  double key_span = 0;                ///< the sampled keys' range of table words (0: not sampled)
+  /// The sampled keys' range of table words (0: not sampled); of one key column its box's keys,
+  /// so that a signed range across zero (-1 and 0..999) spans its keys, not the whole word.
+  double key_span = 0;
   /// The sampled keys' box (where sampled): every key column's range, for one key column the
   /// range of table words (detail/key_fields.hpp).
   detail::key_box key_box;
