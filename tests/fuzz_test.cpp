@@ -116,7 +116,6 @@ void run_case(const fuzz_case& c, std::mt19937_64& rng) {
   if constexpr (composite) {
     using A = std::tuple_element_t<0, K>;
     using B = std::tuple_element_t<1, K>;
-    std::set<K> seen;
     if (c.dense) {
       // A box of keys (the range local table's composite case): a run of consecutive values of
       // each column from anywhere in its type's range, up to its largest value.
@@ -136,15 +135,17 @@ void run_case(const fuzz_case& c, std::mt19937_64& rng) {
           dictionary.push_back(K{static_cast<A>(a0 + static_cast<A>(i)), static_cast<B>(b0 + static_cast<B>(j))});
         }
       }
-    }
-    const auto ea = extreme_keys<A>();
-    const auto eb = extreme_keys<B>();
-    for (std::size_t i = 0; i < ea.size() && dictionary.size() < c.groups && !c.dense; ++i) {
-      if (seen.insert(K{ea[i], eb[i]}).second) dictionary.push_back(K{ea[i], eb[i]});
-    }
-    while (dictionary.size() < c.groups && !c.dense) {
-      const K k{static_cast<A>(rng()), static_cast<B>(rng())};
-      if (seen.insert(k).second) dictionary.push_back(k);
+    } else {
+      std::set<K> seen;
+      const auto ea = extreme_keys<A>();
+      const auto eb = extreme_keys<B>();
+      for (std::size_t i = 0; i < ea.size() && dictionary.size() < c.groups; ++i) {
+        if (seen.insert(K{ea[i], eb[i]}).second) dictionary.push_back(K{ea[i], eb[i]});
+      }
+      while (dictionary.size() < c.groups) {
+        const K k{static_cast<A>(rng()), static_cast<B>(rng())};
+        if (seen.insert(k).second) dictionary.push_back(k);
+      }
     }
   } else if constexpr (Scheme::is_identity) {
     opts.domain = key_domain(std::numeric_limits<K>::min(), std::numeric_limits<K>::max());

@@ -693,7 +693,7 @@ TEST_CASE("a range local table for a dense range of keys on a GPU: up to about 6
   REQUIRE(chosen.range_local().has_value());
   CHECK(chosen.range_local()->box.lowest == 1000);
   CHECK(chosen.range_local()->spans() == 0);
-  CHECK(chosen.range_local()->buckets == 4096);
+  CHECK(chosen.range_local()->buckets() == 4096);
   CHECK(chosen.local_capacity() == 4096);
   CHECK(chosen.local_table_bytes(1) == 4097 * 8 + 129 * 4);
   CHECK(chosen.local_table_fits());
@@ -751,7 +751,7 @@ TEST_CASE("a range local table for composite keys: the box of every column's ran
   };
   const auto chosen = plan(h100(), boxed(64, 64), {}, shape);
   REQUIRE(chosen.range_local().has_value());
-  CHECK(chosen.range_local()->buckets == 4096);
+  CHECK(chosen.range_local()->buckets() == 4096);
   CHECK(chosen.range_local()->spans() == (64u | (64u << 16)));
   CHECK(chosen.local_capacity() == 4096);
   CHECK(chosen.default_params().strategy == strategy_kind::workgroup_local);
@@ -776,7 +776,7 @@ TEST_CASE("a range local table for composite keys: the box of every column's ran
   input_profile q1 = uniform_input(4);
   q1.key_box = {flags::to_bits({'A', 'F'}), {'R' - 'A', 'O' - 'F'}, 2};
   CHECK_FALSE(plan(h100(), q1).range_local().has_value());
-  CHECK(plan(h100(), q1, on).range_local()->buckets == 180);
+  CHECK(plan(h100(), q1, on).range_local()->buckets() == 180);
   // A quarter of the box's keys is dense enough (a dense range's estimate, estimate.hpp).
   CHECK(plan(h100(), [&] {
           auto p = boxed(64, 64);

@@ -62,7 +62,7 @@ TEST_CASE("WORKGROUPLOCAL's range local table: exact over dense ranges, with key
           const auto& range = plan->plan().range_local();
           if (groups <= 300) CHECK(range.has_value());  // 300 buckets of 24 bytes fit any device's local memory
           if (range) {
-            CHECK(range->buckets <= std::uint64_t{top} + 1);
+            CHECK(range->buckets() <= std::uint64_t{top} + 1);
             CHECK(plan->plan().local_table_fits());
           }
           REQUIRE_FALSE(r.stats.blocks.empty());
@@ -102,7 +102,7 @@ TEST_CASE("the range local table: the whole range without outliers runs it; 64-b
     const auto plan = make_driver(std::span<const std::int32_t>(ids), std::span<const std::int64_t>(v), sum_count_min,
                                   range_options());
     REQUIRE(plan->plan().range_local().has_value());
-    CHECK(plan->plan().range_local()->buckets == 500);
+    CHECK(plan->plan().range_local()->buckets() == 500);
     CHECK(plan->plan().profile().key_span == 500);
   }
   // Negative int32 keys: a range of words too (two's complement keeps a negative range in order).
@@ -199,8 +199,8 @@ void check_box(A a0, std::size_t na, B b0, std::size_t nb, distribution d, std::
   const auto& range = plan->plan().range_local();
   REQUIRE(range.has_value());
   CHECK(range->box.fields == 2);
-  CHECK(range->buckets <= na * nb);
-  if (d == distribution::uniform) CHECK(range->buckets == na * nb);
+  CHECK(range->buckets() <= na * nb);
+  if (d == distribution::uniform) CHECK(range->buckets() == na * nb);
 }
 
 }  // namespace

@@ -155,12 +155,10 @@ sample_profile profile_sample(std::span<const Bits> sample, std::span<const Bits
   // the keys, the frequent keys, and the slot cleared.
   const bool keep_keys = used.size() <= max_sample_keys;
   if (keep_keys) profile.keys.reserve(used.size());
-  // The box: one key's field is its whole word (so a signed range wraps at the word's top bit).
+  // The box, its fields no wider than the word (one key's field is its whole word, so a signed
+  // range wraps at the word's top bit).
   key_layout fields = layout;
-  if (fields.count <= 1) {
-    fields = key_layout{};
-    fields.fields[0] = {0, static_cast<unsigned>(8 * sizeof(Bits))};
-  }
+  for (auto& field : fields.fields) field.bits = std::min(field.bits, static_cast<unsigned>(8 * sizeof(Bits)));
   key_box_builder box(fields);
   for (const auto at : used) {
     if (keep_keys) profile.keys.push_back(static_cast<std::uint64_t>(table[at].key));

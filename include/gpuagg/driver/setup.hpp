@@ -208,9 +208,9 @@ void aggregation_driver<Bound>::make_planner(const detail::sample_profile& sampl
   profile.hottest_key_share = sample.hottest_key_share;
   profile.runs_share = sample.runs_share;
   // One key column's span is its box's: a signed range across zero is as dense as its keys.
-  profile.key_span = !profile.sampled                               ? 0
-                     : Bound::key::layout.count <= 1 && sample.box.fields == 1 ? sample.box.keys()
-                                                                   : double(sample.highest - sample.lowest) + 1;
+  profile.key_span = !profile.sampled                ? 0
+                     : Bound::key::layout.count <= 1 ? sample.box.keys()
+                                                     : double(sample.highest - sample.lowest) + 1;
   profile.key_box = sample.box;
   profile.sample_size = sample.sample_size;
   profile.restartable = restartable_;

@@ -100,7 +100,8 @@ struct hot_table_plan {
 /// entry detail::box_entry for each.
 struct range_local_plan {
   detail::key_box box;
-  std::uint64_t buckets = 0;
+  /// One per key of the box.
+  std::uint64_t buckets() const noexcept { return static_cast<std::uint64_t>(box.keys()); }
   /// The kernel's range_spans: each field's keys in 16 bits, field i's at bit 16 i (one field's
   /// are the capacity, and the word is 0).
   std::uint64_t spans() const noexcept {

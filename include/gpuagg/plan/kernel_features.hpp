@@ -109,9 +109,9 @@ inline std::optional<range_local_plan> query_planner::plan_range_local() const {
   for (std::uint32_t i = 0; box.fields > 1 && i < box.fields; ++i) {
     if (box.extent[i] >= 0xFFFF) return std::nullopt;
   }
-  const auto buckets = static_cast<std::uint64_t>(keys);
-  if (keyless_table_bytes(buckets, 1) + 64 > device_.local_mem_bytes) return std::nullopt;
-  return range_local_plan{box, buckets};
+  const range_local_plan plan{box};
+  if (keyless_table_bytes(plan.buckets(), 1) + 64 > device_.local_mem_bytes) return std::nullopt;
+  return plan;
 }
 
 inline std::uint32_t query_planner::local_table_copies(const launch_config& config) const {

@@ -28,7 +28,7 @@ inline std::uint64_t query_planner::table_capacity_for(std::uint64_t groups) con
 inline std::uint64_t query_planner::initial_table_capacity() const {
   if (shape_.identity_scheme) return shape_.domain_size;
   const std::uint64_t capacity = table_capacity_for(sizing_groups());
-  if (!device_.is_gpu || !scattered_keys() || capacity > (std::uint64_t{1} << 30)) return capacity;
+  if (!device_.is_gpu || !scattered_keys()) return capacity;
   return global_table_bytes(2 * capacity, false) <= cache_resident_table_bytes / 2 ? 2 * capacity : capacity;
 }
 
@@ -89,7 +89,7 @@ inline std::uint64_t query_planner::small_table_buckets() const {
 }
 
 inline std::uint64_t query_planner::local_capacity() const {
-  return range_ ? range_->buckets : perfect_ ? perfect_->capacity() : probed_local_capacity();
+  return range_ ? range_->buckets() : perfect_ ? perfect_->capacity() : probed_local_capacity();
 }
 
 inline std::uint64_t query_planner::probed_local_capacity() const {
@@ -101,7 +101,7 @@ inline std::uint64_t query_planner::probed_local_capacity() const {
 }
 
 inline std::uint64_t query_planner::local_table_bytes(std::uint64_t copies) const {
-  if (range_) return keyless_table_bytes(range_->buckets, copies);
+  if (range_) return keyless_table_bytes(range_->buckets(), copies);
   return perfect_ ? perfect_table_bytes(*perfect_, copies) : table_layout_bytes(local_capacity(), copies);
 }
 
