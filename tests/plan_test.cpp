@@ -434,6 +434,71 @@ TEST_CASE("skewed keys: the hot-key table for frequent keys, and for one dominan
   CHECK_FALSE(plan(h100(), zipf, {}, dense, 256).hot_table({strategy_kind::shared, {64, 256}}));
 }
 
+TEST_CASE("beyond local memory, keys in runs or one dominant key: a partial local table while a work group meets few keys") {
+  // Sorted keys at 2^20 groups (runs of 128 rows) and 90% one key at 2^16 to 2^24: a work group
+  // of 32 x 256 meets a few hundred to about 1,600 keys of its 2^26-row block, within the 2,048
+  // buckets of its 48 KiB local table.
+  // The default call on device input: restartable, in blocks of 256 MiB.
+  const auto sorted = [](std::uint64_t groups) {
+    auto p = uniform_input(groups);
+    p.restartable = true;
+    p.runs_share = 1.0 - double(groups) / double(p.rows);
+    return p;
+  };
+  const auto heavy = [](std::uint64_t groups, double share) {
+    auto p = uniform_input(groups);
+    p.restartable = true;
+    p.hottest_key_share = share;
+    p.frequent_counts = {static_cast<std::uint32_t>(share * 16384)};
+    return p;
+  };
+  const auto partial = [](const input_profile& p) {
+    const auto q = plan(h100(), p, {}, recorded_shape(), 256);
+    const auto chosen = q.default_params();
+    const bool built = std::ranges::count(q.strategies_to_build(), strategy_kind::workgroup_local) == 1;
+    if (q.partial_local_table()) CHECK(built);
+    if (chosen.strategy != strategy_kind::workgroup_local) return false;
+    CHECK(chosen.config == launch_config{32, 256});
+    CHECK(chosen.config == q.partial_local_config());
+    CHECK_FALSE(q.feasible(chosen));  // the local table holds only some of the groups
+    CHECK(q.infeasibility(chosen, false).empty());
+    return true;
+  };
+  for (const unsigned log2 : {16u, 20u, 24u}) {
+    CAPTURE(log2);
+    const auto q = plan(h100(), sorted(std::uint64_t{1} << log2), {}, recorded_shape(), 256);
+    CHECK(q.keys_per_work_group({32, 256}) <= double(q.max_local_buckets()));
+    CHECK(partial(sorted(std::uint64_t{1} << log2)));
+    CHECK(partial(heavy(std::uint64_t{1} << log2, 0.9)));
+  }
+  // Runs of two rows (2^26 groups), or a key holding 80% of the rows at 2^20 groups: each work
+  // group would meet thousands of keys, more than its table holds, and SHARED runs. (At 2^24
+  // groups PARTITION halves the blocks, and with them the keys a work group meets.)
+  CHECK_FALSE(partial(sorted(std::uint64_t{1} << 26)));
+  CHECK_FALSE(partial(heavy(std::uint64_t{1} << 20, 0.8)));
+  CHECK(partial(heavy(std::uint64_t{1} << 24, 0.8)));
+  // Fewer, larger work groups meet more keys: 2 x 256 at 2^20 sorted groups about 3,000.
+  const auto q20 = plan(h100(), sorted(std::uint64_t{1} << 20), {}, recorded_shape(), 256);
+  CHECK(q20.keys_per_work_group({2, 256}) > double(q20.max_local_buckets()));
+  CHECK(q20.keys_per_work_group({2, 256}) > 12 * q20.keys_per_work_group({32, 256}));
+  // Shuffled keys, zipf keys (no dominant key), one single key, direct addressing, a CPU: as before.
+  CHECK_FALSE(partial(uniform_input(std::uint64_t{1} << 20)));
+  CHECK_FALSE(partial(heavy(std::uint64_t{1} << 20, 0.12)));
+  CHECK_FALSE(plan(h100(), heavy(std::uint64_t{1} << 20, 0.995)).partial_local_table());
+  query_shape dense;
+  dense.identity_scheme = true;
+  dense.domain_size = 1 << 20;
+  CHECK_FALSE(plan(h100(), sorted(std::uint64_t{1} << 20), {}, dense).partial_local_table());
+  CHECK_FALSE(plan(pocl_cpu(), sorted(std::uint64_t{1} << 20)).partial_local_table());
+  // Within local memory the whole local table runs, as before.
+  CHECK_FALSE(plan(h100(), sorted(1 << 10)).partial_local_table());
+  CHECK(plan(h100(), sorted(1 << 10)).feasible(plan(h100(), sorted(1 << 10)).default_params()));
+  // A kernel limited to 128 work items keeps the threads: 64 x 128.
+  const query_planner limited(h100(), recorded_shape(), sorted(std::uint64_t{1} << 20), {},
+                              [](const kernel_variant&) { return std::uint32_t{128}; });
+  CHECK(limited.default_params().config == launch_config{64, 128});
+}
+
 TEST_CASE("the start configuration follows the keys' shape: runs, one dominant key, frequent keys, shuffled") {
   // The H100 entry's 2^20 regime holds a different SHARED configuration for each shape; the
   // shape the sample shows picks which. A zipf-like sample (hottest key 12%, frequent keys

@@ -240,11 +240,34 @@ class query_planner {
   /// - one key holding 1/16 or more of the rows: WORKGROUPLOCAL with a local table smaller than
   ///   the groups, which absorbs the hot key's updates in local memory and sends the rest to the
   ///   global table (SHARED's atomics on one bucket serialize);
+  /// - keys in runs, or one dominant key, on a GPU: WORKGROUPLOCAL with a partial local table
+  ///   where each work group meets no more keys than it holds (partial_local_table);
   /// - several frequent keys (the hot-key table, hot_table): SHARED with that table;
   /// - direct addressing with a dominant key: SHARED with the run cache's register, also in place
   ///   of a local table of more than a quarter of local memory.
   /// Each strategy's kernel limit is read (its program built) only where the rule gets to it.
   execution_params default_params() const;
+
+  /// Whether WORKGROUPLOCAL with a local table smaller than the groups runs the query beyond
+  /// local memory: on a GPU, for hashed keys in runs (runs_share) or with one dominant key (not a
+  /// single one), where a work group of partial_local_start meets in a block no more keys than
+  /// its local table holds (keys_per_work_group). Its rows then find their key in local memory,
+  /// a run or the dominant key's rows in one local bucket, and only the first row of each key
+  /// reaches the global table; SHARED sends every row, or every run, to the L2's atomics. Where a
+  /// work group meets more keys, its table fills and each later key probes it in vain
+  /// (GPUAGG_LOCAL_MAX_PROBES) before it goes to the global table: several times SHARED's time.
+  bool partial_local_table() const;
+  /// WORKGROUPLOCAL's configuration with a partial local table: partial_local_start within the
+  /// kernel's limits and the block's rows (fitted).
+  launch_config partial_local_config() const;
+  /// More, smaller work groups: each meets fewer keys (a grid-stride loop hands a work group
+  /// every so many stretches of consecutive rows), so more of its rows find their key in its table.
+  static constexpr launch_config partial_local_start{32, 256};
+  /// The distinct keys a work group of `config` meets in a block, from the sample's shape: in
+  /// runs, a key for each stretch of work_group_size consecutive rows it takes and one more at
+  /// each run's end within them; beside a dominant key, at most a key for each other row. At
+  /// most the groups planned.
+  double keys_per_work_group(const launch_config& config) const;
 
   /// The strategies whose programs default_params() may build (their kernel limits): what a
   /// query builds side by side before its first block.
@@ -391,6 +414,9 @@ class query_planner {
   hot_table_plan plan_hot_table() const;
   /// perfect_local's table, built from the profile's sample keys.
   std::optional<detail::perfect_hash> plan_perfect_local() const;
+  /// `config` within `strategy`'s kernel limit (its threads per compute unit kept) and with no
+  /// more work items than a block has rows.
+  launch_config fitted(launch_config config, strategy_kind strategy) const;
   /// range_local's range, from the profile's sampled extremes.
   std::optional<range_local_plan> plan_range_local() const;
   /// local_table_bytes of a perfect local table `hash` in `copies` copies.

@@ -55,6 +55,10 @@ inline launch_config query_planner::initial_config(strategy_kind strategy) const
                          : frequent ? (local ? r.workgroup_local_frequent : r.shared_frequent)
                                     : shuffled;
   if (strategy == strategy_kind::independent) config = paper_initial_config(strategy);
+  return fitted(config, strategy);
+}
+
+inline launch_config query_planner::fitted(launch_config config, strategy_kind strategy) const {
   const auto limit = max_work_group_size(strategy);
   while (config.work_group_size > limit && config.work_group_size > 1) {
     // Keep the threads per compute unit: the shape matters less than the count (section 3.3).
@@ -69,6 +73,32 @@ inline launch_config query_planner::initial_config(strategy_kind strategy) const
   return config;
 }
 
+inline double query_planner::keys_per_work_group(const launch_config& config) const {
+  const double rows = double(std::min<std::uint64_t>(block_rows(), std::max<std::uint64_t>(profile_.rows, 1)));
+  const double per_group = rows / double(std::max<std::uint64_t>(total_threads(config), 1)) * config.work_group_size;
+  double keys = per_group;
+  if (profile_.runs_share >= runs_min_share) {
+    keys = std::min(keys, per_group * ((1.0 - profile_.runs_share) + 1.0 / config.work_group_size));
+  }
+  if (profile_.hottest_key_share >= dominant_key_share) {
+    keys = std::min(keys, per_group * (1.0 - profile_.hottest_key_share) + 1.0);
+  }
+  return std::min(keys, double(std::max<std::uint64_t>(planned_groups(), 1)));
+}
+
+inline bool query_planner::partial_local_table() const {
+  if (!device_.is_gpu || shape_.identity_scheme || !profile_.sampled || local_table_fits()) return false;
+  const double hot = profile_.hottest_key_share;
+  const bool runs = profile_.runs_share >= runs_min_share;
+  const bool dominant = hot >= dominant_key_share && hot < single_key_share;
+  if (!runs && !dominant) return false;
+  return keys_per_work_group(partial_local_start) <= double(max_local_buckets());
+}
+
+inline launch_config query_planner::partial_local_config() const {
+  return fitted(partial_local_start, strategy_kind::workgroup_local);
+}
+
 inline execution_params query_planner::default_params() const {
   const double hot = profile_.hottest_key_share;
   const bool dominant = hot >= dominant_key_share && hot < single_key_share;
@@ -80,11 +110,17 @@ inline execution_params query_planner::default_params() const {
     const bool large = local_table_bytes(1) > device_.local_mem_bytes / 4;
     return shape_.identity_scheme && dominant && large ? shared() : local();
   }
+  if (partial_local_table()) {
+    const execution_params partial{strategy_kind::workgroup_local, partial_local_config()};
+    if (infeasibility(partial, false).empty()) return partial;
+  }
   if (hot_table(shared()) || (shape_.identity_scheme && hot >= dominant_key_share)) return shared();
-  // A key holding 1/16 of the rows or more, with more groups than local memory holds: where the
-  // device's entry was measured, SHARED with the run cache's register for the key (measured
-  // faster than a partial local table beyond local memory); elsewhere WORKGROUPLOCAL with a
-  // partial local table, which keeps the key's updates out of the global table.
+  // A key holding 1/16 of the rows or more, with more groups than local memory holds, that the
+  // rule above did not take (not dominant, or too many keys a work group): where the device's
+  // entry was measured, SHARED with the run cache's register for the key (measured faster than
+  // a partial local table of the entry's start configuration beyond local memory); elsewhere
+  // WORKGROUPLOCAL with a partial local table, which keeps the key's updates out of the global
+  // table.
   const bool measured = entry_.level == plan_level::device || entry_.level == plan_level::architecture;
   if (hot >= hot_key_threshold && !measured && max_local_buckets() >= 2 && infeasibility(local(), false).empty()) {
     return local();
@@ -95,7 +131,7 @@ inline execution_params query_planner::default_params() const {
 inline std::vector<strategy_kind> query_planner::strategies_to_build() const {
   const bool dominant = profile_.hottest_key_share >= dominant_key_share;
   if (local_table_fits() && !(shape_.identity_scheme && dominant)) return {strategy_kind::workgroup_local};
-  if (profile_.hottest_key_share >= hot_key_threshold && max_local_buckets() >= 2) {
+  if ((profile_.hottest_key_share >= hot_key_threshold && max_local_buckets() >= 2) || partial_local_table()) {
     return {strategy_kind::shared, strategy_kind::workgroup_local};
   }
   return {strategy_kind::shared};
