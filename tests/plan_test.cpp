@@ -493,6 +493,11 @@ TEST_CASE("beyond local memory, keys in runs or one dominant key: a partial loca
   // Within local memory the whole local table runs, as before.
   CHECK_FALSE(plan(h100(), sorted(1 << 10)).partial_local_table());
   CHECK(plan(h100(), sorted(1 << 10)).feasible(plan(h100(), sorted(1 << 10)).default_params()));
+  // A short input: no more work items than rows, 8 x 256 for 200,000 rows.
+  auto short_sorted = sorted(std::uint64_t{1} << 16);
+  short_sorted.rows = 200'000;
+  const auto short_plan = plan(h100(), short_sorted, {}, recorded_shape(), 256);
+  CHECK(short_plan.default_params() == execution_params{strategy_kind::workgroup_local, {8, 256}});
   // A kernel limited to 128 work items keeps the threads: 64 x 128.
   const query_planner limited(h100(), recorded_shape(), sorted(std::uint64_t{1} << 20), {},
                               [](const kernel_variant&) { return std::uint32_t{128}; });

@@ -414,9 +414,12 @@ class query_planner {
   hot_table_plan plan_hot_table() const;
   /// perfect_local's table, built from the profile's sample keys.
   std::optional<detail::perfect_hash> plan_perfect_local() const;
-  /// `config` within `strategy`'s kernel limit (its threads per compute unit kept) and with no
-  /// more work items than a block has rows.
+  /// `config` within `strategy`'s kernel limit (its threads per compute unit kept) and
+  /// within_rows.
   launch_config fitted(launch_config config, strategy_kind strategy) const;
+  /// `config` with its work groups halved while half of them would still give every work item a
+  /// row of a block.
+  launch_config within_rows(launch_config config) const;
   /// range_local's range, from the profile's sampled extremes.
   std::optional<range_local_plan> plan_range_local() const;
   /// local_table_bytes of a perfect local table `hash` in `copies` copies.

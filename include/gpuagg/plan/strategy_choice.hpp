@@ -65,9 +65,13 @@ inline launch_config query_planner::fitted(launch_config config, strategy_kind s
     config.work_group_size /= 2;
     config.work_groups_per_cu *= 2;
   }
-  // No more work items than a block has rows. The entry's configurations were measured on
-  // device input's large blocks; on host input's 16 MiB blocks (and on short inputs) many of
-  // their work items would find no row and still set up and flush their work group's tables.
+  return within_rows(config);
+}
+
+inline launch_config query_planner::within_rows(launch_config config) const {
+  // The entry's configurations were measured on device input's large blocks; on host input's
+  // 16 MiB blocks (and on short inputs) many of their work items would find no row and still
+  // set up and flush their work group's tables.
   const std::uint64_t rows = std::min<std::uint64_t>(block_rows(), std::max<std::uint64_t>(profile_.rows, 1));
   while (config.work_groups_per_cu > 1 && total_threads(config) / 2 >= rows) config.work_groups_per_cu /= 2;
   return config;
@@ -92,7 +96,9 @@ inline bool query_planner::partial_local_table() const {
   const bool runs = profile_.runs_share >= runs_min_share;
   const bool dominant = hot >= dominant_key_share && hot < single_key_share;
   if (!runs && !dominant) return false;
-  return keys_per_work_group(partial_local_start) <= double(max_local_buckets());
+  // Fewer work groups where the block has fewer rows than work items; a kernel limit below the
+  // start's size (read only once the program is built) would halve the work groups' rows.
+  return keys_per_work_group(within_rows(partial_local_start)) <= double(max_local_buckets());
 }
 
 inline launch_config query_planner::partial_local_config() const {
