@@ -655,3 +655,76 @@ TEST_CASE("a dense range decides at stage 1: skewed keys over a few thousand ids
     }
   }
 }
+
+TEST_CASE("sorted input is counted by its runs: no sketch where the sample sees 64 run ends, within 2x, on host and device input") {
+  const std::uint64_t seed = fresh_seed();
+  CAPTURE(seed);
+  std::mt19937_64 rng(seed);
+  const auto check_runs = [](const auto& key_of, std::uint64_t rows, double truth) {
+    for (const bool host_input : {false, true}) {
+      CAPTURE(host_input);
+      sketch_calls calls;
+      const auto estimate = estimate_like_the_driver(key_of, rows, host_input, &calls);
+      CAPTURE(to_string(estimate.source));
+      CAPTURE(estimate.groups);
+      CAPTURE(estimate.relative_error);
+      CHECK(profile_like_the_driver(key_of, rows).ordered);
+      CHECK(estimate.source == estimate_source::runs);
+      CHECK(calls.strided == 0);
+      CHECK(calls.every == 0);
+      CHECK(estimate.relative_error > 0);
+      CHECK(estimate.relative_error <= 0.125);
+      CHECK(std::abs(double(estimate.groups) / truth - 1.0) <= 4 * estimate.relative_error);
+    }
+  };
+  // Sorted uniform draws (runs of random lengths), ascending and descending: 2^22 rows, 2^15 to
+  // 2^21 groups (64 to 4,000 run ends in the sample).
+  const std::size_t rows = std::size_t{1} << 22;
+  for (const unsigned log2 : {15u, 17u, 19u, 21u}) {
+    CAPTURE(log2);
+    auto keys = dense_keys(rows, std::uint64_t{1} << log2, distribution::sorted_runs, rng);
+    const double truth = double(exact_distinct(keys));
+    for (const bool descending : {false, true}) {
+      CAPTURE(descending);
+      if (descending) std::reverse(keys.begin(), keys.end());
+      check_runs([&keys](std::uint64_t row) { return std::uint64_t{keys[row]}; }, rows, truth);
+    }
+  }
+  // 2^27 rows in runs of equal lengths: 101 rows (1.3 M groups) and 7 (19 M). (Runs whose length
+  // shares a factor with the sample's stride of 8192 rows, 128 or 100, align with it: no sampled
+  // row ends a run, and the stages after it decide.)
+  for (const std::uint64_t run : {std::uint64_t{101}, std::uint64_t{7}}) {
+    CAPTURE(run);
+    const std::uint64_t many = std::uint64_t{1} << 27;
+    check_runs([run](std::uint64_t row) { return row / run; }, many, double((many + run - 1) / run));
+  }
+  // The stages go on where the input is not sorted, or its runs are too long to count.
+  const std::uint64_t many = std::uint64_t{1} << 27;
+  const std::uint64_t groups = std::uint64_t{1} << 22;
+  const auto mix = [seed](std::uint64_t x) {
+    std::uint64_t z = x + seed * 0x9E3779B97F4A7C15ULL;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+  };
+  // Ordered at the sample's stride but shuffled within stretches of 8192 rows (a range of 32
+  // keys each): the neighbours descend, and the runs would count far more groups than there are.
+  const auto partitioned = [&](std::uint64_t row) { return (row / 8192) * 32 + mix(row) % 32; };
+  CHECK_FALSE(profile_like_the_driver(partitioned, many).ordered);
+  CHECK(estimate_like_the_driver(partitioned, many, false).source != estimate_source::runs);
+  // Shuffled keys.
+  const auto shuffled = [&](std::uint64_t row) { return mix(row) % groups; };
+  CHECK_FALSE(profile_like_the_driver(shuffled, many).ordered);
+  CHECK(estimate_like_the_driver(shuffled, many, false).source != estimate_source::runs);
+  // Sorted, about 2^16 groups: runs of 2000 rows, 8 run ends in the sample; stage 2 decides.
+  const auto long_runs = [](std::uint64_t row) { return row / 2000; };
+  const auto l = profile_like_the_driver(long_runs, many);
+  CHECK(l.ordered);
+  CHECK(l.neighbour_differ < detail::sorted_min_run_ends);
+  CHECK(estimate_like_the_driver(long_runs, many, false).source != estimate_source::runs);
+  // One key: ordered, no run end.
+  const auto one = profile_like_the_driver([](std::uint64_t) { return std::uint64_t{7}; }, many);
+  CHECK(one.ordered);
+  CHECK(one.neighbour_differ == 0);
+  CHECK_FALSE(detail::sorted_input_groups(one, many).has_value());
+}

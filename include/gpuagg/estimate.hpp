@@ -11,6 +11,8 @@
 //      fitted by the number of distinct keys a sample of n rows draws from G equally likely
 //      groups, G (1 - e^{-n/G}), after the sample's frequent keys are set aside; accepted when
 //      both sample sizes fit one G and the sample repeats keys (the fit then determines G);
+//   sorted input (the sampled rows and their neighbours in order) is counted by its runs
+//   instead of stages 2 and 3, where the neighbours show enough run ends (sorted_input_groups);
 //   3. otherwise a sketch of every key (device input; straight after stage 1 where the sample's
 //      frequent keys show a power law, on which stage 2's fit fails), or for host input, where a pass over
 //      every key would cost more than the transfer it precedes, the sample's power-law growth,
@@ -50,6 +52,7 @@ enum class estimate_source : std::uint8_t {
   domain,       ///< direct addressing: the key domain's size
   sample,       ///< stage 1: the key sample's frequencies
   sketch,       ///< stage 2: sketches of a strided sample
+  runs,         ///< sorted input: the runs its key sample's neighbours show
   full_sketch,  ///< stage 3, device input: a sketch of every key
   extrapolated  ///< stage 3, host input: the strided sample's growth, bounded by its runs
 };
@@ -61,6 +64,7 @@ constexpr std::string_view to_string(estimate_source source) noexcept {
     case estimate_source::domain: return "domain";
     case estimate_source::sample: return "sample";
     case estimate_source::sketch: return "sketch";
+    case estimate_source::runs: return "runs";
     case estimate_source::full_sketch: return "full_sketch";
     case estimate_source::extrapolated: return "extrapolated";
   }
@@ -485,6 +489,30 @@ struct staged_estimate {
   double relative_error = 0;
 };
 
+/// Sorted input: where the key sample's rows and their right neighbours never decrease (or never
+/// increase), each group is one run of equal keys, so the groups are 1 + the run ends, which
+/// the neighbours count: rows x differ / pairs. The run ends the sample saw, B, give a relative
+/// standard error of 1 / sqrt(B); below sorted_min_run_ends (12.5%) the sample cannot tell, and
+/// the stages go on (long runs: stage 2's strided sketch sees each key many times). A sample of
+/// 16 Ki rows sees 64 run ends from 2^19 groups in 2^27 rows on. Stages 2 and 3 then cost
+/// nothing: on device input, a sketch of every key (about 0.65 ms at 2^27 rows), on host input
+/// the host's strided sketches. Input ordered only at the sample's stride (each stretch between
+/// sampled rows shuffled within a range of its own) shows descending neighbours; one crafted
+/// to pass would get a table too large, never a wrong result. Runs of one length that shares a
+/// factor with the sample's stride show no run end at all (no sampled row is a run's last),
+/// and the stages go on.
+inline constexpr std::uint64_t sorted_min_run_ends = 64;
+template <class Profile>
+std::optional<staged_estimate> sorted_input_groups(const Profile& profile, std::uint64_t rows) {
+  if (!profile.ordered || profile.neighbour_pairs < 1024 || profile.neighbour_differ < sorted_min_run_ends ||
+      profile.sample_size >= rows) {
+    return std::nullopt;
+  }
+  const double runs = 1.0 + double(rows - 1) * double(profile.neighbour_differ) / double(profile.neighbour_pairs);
+  const auto groups = static_cast<std::uint64_t>(std::clamp(std::llround(runs), 1LL, static_cast<long long>(rows)));
+  return staged_estimate{groups, estimate_source::runs, 1.0 / std::sqrt(double(profile.neighbour_differ))};
+}
+
 /// The group estimate of `rows` rows, stage by stage: the key sample's frequencies (`profile`: a
 /// sample_profile); else stage 2 on sketches of strided samples, `sketch(stride, n, last)` giving
 /// the sketch of n rows `stride` apart (on the host: host_first_sketch_rows where the key sample
@@ -496,7 +524,8 @@ struct staged_estimate {
 /// Device input whose key sample shows a power law (power_law_sample) skips stage 2: its fit
 /// would be rejected, and its strided sketch costs about a third of the sketch of every row
 /// that follows.
-/// A dense range decides at stage 1 too (dense_range_groups).
+/// A dense range decides at stage 1 too (dense_range_groups), and sorted input's runs before
+/// stage 2 (sorted_input_groups).
 /// The driver runs this with its sketches (driver/group_estimate.hpp); tests with the host's.
 template <class Profile, class Sketch, class SketchEvery>
 staged_estimate estimate_in_stages(const Profile& profile, std::uint64_t rows, bool host_input, const Sketch& sketch,
@@ -508,6 +537,7 @@ staged_estimate estimate_in_stages(const Profile& profile, std::uint64_t rows, b
   if (const auto range = dense_range_groups(profile.sample_size, profile.distinct, profile.box.keys())) {
     return {*range, estimate_source::sample};
   }
+  if (const auto sorted = sorted_input_groups(profile, rows)) return *sorted;
   if (rows == 0) return {1, estimate_source::sample};
   const auto frequent = profile.frequent_summary();
   const bool first_may_decide = profile.sample_size - profile.distinct >= host_first_sketch_min_repeats;

@@ -31,6 +31,14 @@ struct sample_profile {
   /// The share of sampled rows (frequent keys aside) whose right neighbour has the same key:
   /// near 1 for sorted or clustered input, about 1/groups for shuffled input.
   double runs_share = 0;
+  /// Sampled rows whose right neighbour was read, and of them those whose neighbour holds
+  /// another key (frequent keys too): the input has about rows x differ / pairs runs.
+  std::uint64_t neighbour_pairs = 0;
+  std::uint64_t neighbour_differ = 0;
+  /// Whether the sampled rows and their right neighbours, in row order, never decrease or never
+  /// increase (as unsigned words): sorted input, whose runs are its groups
+  /// (estimate.hpp: sorted_input_groups).
+  bool ordered = false;
   /// The sample's smallest and largest key bits (as unsigned words): their range tells a dense
   /// range of keys from keys spread wider (query_planner::scattered_keys).
   std::uint64_t lowest = 0;
@@ -150,6 +158,25 @@ sample_profile profile_sample(std::span<const Bits> sample, std::span<const Bits
       equal += sample[i] == neighbours[i] ? 1 : 0;
     }
     profile.runs_share = pairs > 0 ? double(equal) / double(pairs) : 0.0;
+    // Every pair, and the order of the rows s0, n0, s1, n1, ... (a sampled row, its neighbour,
+    // the next sampled row).
+    bool rising = true;
+    bool falling = true;
+    std::uint64_t differ = 0;
+    for (std::size_t i = 0; i < sample.size(); ++i) {
+      const Bits row = sample[i];
+      const Bits next = neighbours[i];
+      differ += row != next ? 1 : 0;
+      rising = rising && row <= next;
+      falling = falling && row >= next;
+      if (i + 1 < sample.size()) {
+        rising = rising && next <= sample[i + 1];
+        falling = falling && next >= sample[i + 1];
+      }
+    }
+    profile.neighbour_pairs = sample.size();
+    profile.neighbour_differ = differ;
+    profile.ordered = rising || falling;
   }
   // One pass over the used slots (each a cache miss in a table larger than the caches' share):
   // the keys, the frequent keys, and the slot cleared.

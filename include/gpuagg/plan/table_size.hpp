@@ -34,7 +34,7 @@ inline std::uint64_t query_planner::initial_table_capacity() const {
 
 inline std::uint64_t query_planner::sizing_groups() const {
   const bool estimated = profile_.source == estimate_source::sample || profile_.source == estimate_source::sketch ||
-                         profile_.source == estimate_source::full_sketch ||
+                         profile_.source == estimate_source::runs || profile_.source == estimate_source::full_sketch ||
                          profile_.source == estimate_source::extrapolated;
   if (!estimated || planned_groups_ != profile_.expected_groups) return planned_groups_;
   // An estimate whose own error is known larger (the host's extrapolation) is allowed 2.5 of
