@@ -535,6 +535,35 @@ TEST_CASE("working buffers go back to the context's pool and are reused, results
   CHECK(fresh.pooled_bytes() == kept);
 }
 
+TEST_CASE("WORKGROUPLOCAL's partial local table: keys a work group meets beyond its table go to the global table, exact") {
+  // The default runs a partial local table for sorted keys and a dominant key on GPUs
+  // (query_planner::partial_local_table); here every device runs it, with each work group
+  // meeting more keys than its table holds (the table full, its later keys probing it in vain).
+  const auto rng_seed = fresh_seed();
+  CAPTURE(rng_seed);
+  std::mt19937_64 rng(rng_seed);
+  for (const distribution d : {distribution::sorted_runs, distribution::heavy_hitter, distribution::uniform}) {
+    const std::string distribution_name = name(d);
+    CAPTURE(distribution_name);
+    const auto probe = make_input(1'000, 10, d, rng);
+    auto sizing = make_driver(std::span<const std::uint64_t>(probe.keys), std::span<const std::int64_t>(probe.vals),
+                              sum_count_min, options{});
+    // Three times the groups its local table holds, in 400,000 rows.
+    const std::size_t groups = static_cast<std::size_t>(3 * sizing->plan().max_local_buckets());
+    const auto in = make_input(400'000, groups, d, rng);
+    options opts;
+    opts.expected_groups = groups;
+    auto driver = make_driver(std::span<const std::uint64_t>(in.keys), std::span<const std::int64_t>(in.vals),
+                              sum_count_min, opts);
+    CHECK_FALSE(driver->plan().local_table_fits());
+    const execution_params partial{strategy_kind::workgroup_local, launch_config{1, 64}};
+    CHECK_FALSE(driver->feasible(partial));
+    CHECK(driver->plan().infeasibility(partial, false).empty());
+    driver->run_remaining(partial);
+    check_equal(driver->finalize_to_host<std::int64_t, std::uint64_t, std::int64_t>(), reference(in));
+  }
+}
+
 TEST_CASE("skewed keys beyond local memory: a partial local table for one hot key, SHARED for direct addressing") {
   const auto rng_seed = fresh_seed();
   CAPTURE(rng_seed);
