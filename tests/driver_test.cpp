@@ -542,14 +542,14 @@ TEST_CASE("WORKGROUPLOCAL's partial local table: keys a work group meets beyond 
   const auto rng_seed = fresh_seed();
   CAPTURE(rng_seed);
   std::mt19937_64 rng(rng_seed);
+  // Three times the groups its local table holds, in 400,000 rows.
+  const auto probe = make_input(1'000, 10, distribution::uniform, rng);
+  auto sizing = make_driver(std::span<const std::uint64_t>(probe.keys), std::span<const std::int64_t>(probe.vals),
+                            sum_count_min, options{});
+  const std::size_t groups = static_cast<std::size_t>(3 * sizing->plan().max_local_buckets());
   for (const distribution d : {distribution::sorted_runs, distribution::heavy_hitter, distribution::uniform}) {
     const std::string distribution_name = name(d);
     CAPTURE(distribution_name);
-    const auto probe = make_input(1'000, 10, d, rng);
-    auto sizing = make_driver(std::span<const std::uint64_t>(probe.keys), std::span<const std::int64_t>(probe.vals),
-                              sum_count_min, options{});
-    // Three times the groups its local table holds, in 400,000 rows.
-    const std::size_t groups = static_cast<std::size_t>(3 * sizing->plan().max_local_buckets());
     const auto in = make_input(400'000, groups, d, rng);
     options opts;
     opts.expected_groups = groups;

@@ -491,7 +491,7 @@ struct staged_estimate {
 
 /// Sorted input: where the key sample's rows and their right neighbours never decrease (or never
 /// increase), each group is one run of equal keys, so the groups are 1 + the run ends, which
-/// the neighbours count: rows x differ / pairs. The run ends the sample saw, B, give a relative
+/// the neighbours count: rows x differ / the sampled rows. The run ends the sample saw, B, give a relative
 /// standard error of 1 / sqrt(B); below sorted_min_run_ends (12.5%) the sample cannot tell, and
 /// the stages go on (long runs: stage 2's strided sketch sees each key many times). A sample of
 /// 16 Ki rows sees 64 run ends from 2^19 groups in 2^27 rows on. Stages 2 and 3 then cost
@@ -504,11 +504,11 @@ struct staged_estimate {
 inline constexpr std::uint64_t sorted_min_run_ends = 64;
 template <class Profile>
 std::optional<staged_estimate> sorted_input_groups(const Profile& profile, std::uint64_t rows) {
-  if (!profile.ordered || profile.neighbour_pairs < 1024 || profile.neighbour_differ < sorted_min_run_ends ||
+  if (!profile.ordered || profile.sample_size < 1024 || profile.neighbour_differ < sorted_min_run_ends ||
       profile.sample_size >= rows) {
     return std::nullopt;
   }
-  const double runs = 1.0 + double(rows - 1) * double(profile.neighbour_differ) / double(profile.neighbour_pairs);
+  const double runs = 1.0 + double(rows - 1) * double(profile.neighbour_differ) / double(profile.sample_size);
   const auto groups = static_cast<std::uint64_t>(std::clamp(std::llround(runs), 1LL, static_cast<long long>(rows)));
   return staged_estimate{groups, estimate_source::runs, 1.0 / std::sqrt(double(profile.neighbour_differ))};
 }

@@ -420,6 +420,10 @@ class query_planner {
   /// `config` with its work groups halved while half of them would still give every work item a
   /// row of a block.
   launch_config within_rows(launch_config config) const;
+  /// The rows of a block this input fills: block_rows(), or all its rows if fewer (at least 1).
+  std::uint64_t rows_a_block() const {
+    return std::min<std::uint64_t>(block_rows(), std::max<std::uint64_t>(profile_.rows, 1));
+  }
   /// range_local's range, from the profile's sampled extremes.
   std::optional<range_local_plan> plan_range_local() const;
   /// local_table_bytes of a perfect local table `hash` in `copies` copies.

@@ -31,13 +31,12 @@ struct sample_profile {
   /// The share of sampled rows (frequent keys aside) whose right neighbour has the same key:
   /// near 1 for sorted or clustered input, about 1/groups for shuffled input.
   double runs_share = 0;
-  /// Sampled rows whose right neighbour was read, and of them those whose neighbour holds
-  /// another key (frequent keys too): the input has about rows x differ / pairs runs.
-  std::uint64_t neighbour_pairs = 0;
+  /// Where the sampled rows' right neighbours were read (each row's), those that hold another
+  /// key (frequent keys too): the input has about rows x differ / sample_size runs.
   std::uint64_t neighbour_differ = 0;
   /// Whether the sampled rows and their right neighbours, in row order, never decrease or never
-  /// increase (as unsigned words): sorted input, whose runs are its groups
-  /// (estimate.hpp: sorted_input_groups).
+  /// increase (as unsigned words; false where no neighbour was read): sorted input, whose runs
+  /// are its groups (estimate.hpp: sorted_input_groups).
   bool ordered = false;
   /// The sample's smallest and largest key bits (as unsigned words): their range tells a dense
   /// range of keys from keys spread wider (query_planner::scattered_keys).
@@ -148,21 +147,14 @@ sample_profile profile_sample(std::span<const Bits> sample, std::span<const Bits
   // Runs: how often a sampled row's right neighbour holds the same key, the frequent keys'
   // rows aside (their neighbours are equal because they are frequent, not because the input
   // is ordered). A row's key is frequent when its count in the table says so (its slot was
-  // kept: no second probe).
+  // kept: no second probe). Beside it, over every row, the run ends and the order of the rows
+  // s0, n0, s1, n1, ... (a sampled row, its neighbour, the next sampled row).
   if (neighbours.size() == sample.size()) {
     std::size_t pairs = 0;
     std::size_t equal = 0;
-    for (std::size_t i = 0; i < sample.size(); ++i) {
-      if (table[where[i]].count >= least) continue;
-      ++pairs;
-      equal += sample[i] == neighbours[i] ? 1 : 0;
-    }
-    profile.runs_share = pairs > 0 ? double(equal) / double(pairs) : 0.0;
-    // Every pair, and the order of the rows s0, n0, s1, n1, ... (a sampled row, its neighbour,
-    // the next sampled row).
+    std::uint64_t differ = 0;
     bool rising = true;
     bool falling = true;
-    std::uint64_t differ = 0;
     for (std::size_t i = 0; i < sample.size(); ++i) {
       const Bits row = sample[i];
       const Bits next = neighbours[i];
@@ -173,8 +165,11 @@ sample_profile profile_sample(std::span<const Bits> sample, std::span<const Bits
         rising = rising && next <= sample[i + 1];
         falling = falling && next >= sample[i + 1];
       }
+      if (table[where[i]].count >= least) continue;
+      ++pairs;
+      equal += row == next ? 1 : 0;
     }
-    profile.neighbour_pairs = sample.size();
+    profile.runs_share = pairs > 0 ? double(equal) / double(pairs) : 0.0;
     profile.neighbour_differ = differ;
     profile.ordered = rising || falling;
   }
