@@ -7,6 +7,10 @@ uniform keys, and on sorted, zipf, heavy-hitter and scattered keys (groupby_benc
 scattered; where one was not measured at a group count, the nearest count that was).
 
   bench/plan_data.py bench/results/h100/plan_sweep.csv --name h100 [--write include/gpuagg/plan_data.hpp]
+  bench/plan_data.py bench/results/h200/plan_sweep.csv --name h200 --fill bench/results/h100/plan_sweep.csv
+
+--fill names a sweep of a device of the same architecture whose rows stand in for a key
+distribution the main sweep did not measure at all (the entry's comment lists which).
 
 Without --write it prints the entry; with it, it replaces the entry between the markers
 "// BEGIN <name>" and "// END <name>" in the header.
@@ -44,8 +48,15 @@ def main():
     ap.add_argument("--name", required=True)
     ap.add_argument("--input", default="device")
     ap.add_argument("--write")
+    ap.add_argument("--fill")
     a = ap.parse_args()
     rows = [r for r in csv.DictReader(open(a.sweep)) if r["input"] == a.input]
+    filled = []
+    if a.fill:
+        have = {r["distribution"] for r in rows}
+        extra_rows = [r for r in csv.DictReader(open(a.fill)) if r["input"] == a.input and r["distribution"] not in have]
+        filled = sorted({r["distribution"] for r in extra_rows})
+        rows += extra_rows
     uniform = [r for r in rows if r["distribution"] == "uniform"]
     by = lambda d: [r for r in rows if r["distribution"] == d]
     if not uniform: sys.exit("plan_data.py: no uniform rows in " + a.sweep)
@@ -56,7 +67,8 @@ def main():
     extra = {d: (best(by(d), "WORKGROUPLOCAL"), best(by(d), "SHARED"))
              for d in ("sorted", "zipf", "heavy", "scattered")}
     groups = sorted(shared)
-    lines = [f"// {device}: {a.sweep}, by bench/plan_data.py.",
+    source = a.sweep + "".join(f"; {d} keys from {a.fill}" for d in filled)
+    lines = [f"// {device}: {source}, by bench/plan_data.py.",
              f"inline constexpr plan_regime {a.name}[] = {{"]
     last_wgl = (4, 256)
     for i, g in enumerate(groups):

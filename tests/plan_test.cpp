@@ -104,7 +104,12 @@ TEST_CASE("entries: device, then architecture, then vendor, else generic") {
   CHECK(query_planner::entry_for(h100()).level == plan_level::device);
   device_info h200 = h100();
   h200.name = "NVIDIA H200";
-  CHECK(query_planner::entry_for(h200).level == plan_level::architecture);
+  CHECK(query_planner::entry_for(h200).level == plan_level::device);
+  CHECK(query_planner::entry_for(h200).regimes.data() != query_planner::entry_for(h100()).regimes.data());
+  device_info h800 = h100();
+  h800.name = "NVIDIA H800 PCIe";  // another sm_90 part: the H100's entry
+  CHECK(query_planner::entry_for(h800).level == plan_level::architecture);
+  CHECK(query_planner::entry_for(h800).regimes.data() == query_planner::entry_for(h100()).regimes.data());
   device_info a100 = h100();
   a100.name = "NVIDIA A100-SXM4-80GB";
   a100.architecture = "sm_80";
@@ -113,6 +118,31 @@ TEST_CASE("entries: device, then architecture, then vendor, else generic") {
   CHECK(query_planner::entry_for(pocl_cpu()).level == plan_level::generic);
   CHECK(query_planner::entry_for(unknown_gpu()).level == plan_level::generic);
   CHECK(query_planner::entry_for(unknown_gpu()).regimes.data() != query_planner::entry_for(pocl_cpu()).regimes.data());
+}
+
+TEST_CASE("the H200 starts from its own entry, not the H100's") {
+  // Same architecture, other measurements: sorted keys over 16 groups, and 2^10 shuffled groups
+  // in local memory, where the two devices' sweeps disagree.
+  device_info h200 = h100();
+  h200.name = "NVIDIA H200";
+  auto sorted = uniform_input(16);
+  sorted.runs_share = 1.0 - 16.0 / double(sorted.rows);
+  const auto on = [&](const device_info& d, const input_profile& p) { return plan(d, p, {}, recorded_shape(), 256); };
+  const auto& own = query_planner::entry_for(h200).regimes;
+  const auto& h100_entry = query_planner::entry_for(h100()).regimes;
+  const auto regime_of = [](std::span<const plan_regime> regimes, int log2) {
+    for (const auto& r : regimes) {
+      if (log2 <= r.max_table_log2) return r;
+    }
+    return regimes.back();
+  };
+  REQUIRE(regime_of(own, 4).workgroup_local_runs != regime_of(h100_entry, 4).workgroup_local_runs);
+  CHECK(on(h200, sorted).default_params().config == regime_of(own, 4).workgroup_local_runs);
+  CHECK(on(h100(), sorted).default_params().config == regime_of(h100_entry, 4).workgroup_local_runs);
+  REQUIRE(regime_of(own, 10).workgroup_local != regime_of(h100_entry, 10).workgroup_local);
+  const auto local = on(h200, uniform_input(1 << 10)).default_params();
+  CHECK(local.strategy == strategy_kind::workgroup_local);
+  CHECK(local.config == regime_of(own, 10).workgroup_local);
 }
 
 TEST_CASE("the H100: WORKGROUPLOCAL while the table fits local memory, then SHARED with many work groups") {
