@@ -28,7 +28,10 @@ inline constexpr fixed_string sketch_kernels{R"CLC(
 // of every row that made it two to three times slower, so that kernel keeps 32-bit registers.
 // A sketch of every row (stride 1, not sampled) is a kernel of its own, NAME_every, with
 // nothing but the row's key in its loop: the general loop's row arithmetic (a 64-bit multiply)
-// and its sampled branch cost a few percent of a sketch that reads every key.
+// and its sampled branch cost a few percent of a sketch that reads every key. It loads four
+// rows before it hashes any: each row's register read depends on its key's load, and one row
+// at a time left each work item waiting on two loads in turn (the kernel took 0.29 instead of
+// 0.33 ms over 2^27 keys on the H200).
 // Each kernel twice: gpuagg_sketch* read the key columns; gpuagg_sketch_words* read table words
 // (the spill area's keys, whose distinct count sizes a growth).
 #define GPUAGG_SKETCH_SLOT(KEY) \
@@ -92,14 +95,26 @@ __kernel void NAME(__VA_ARGS__, const ulong first, const ulong stride, const ulo
     atom_add(counts + 1, (ulong)scratch[1]); \
   } \
 }
+#define GPUAGG_SKETCH_EVERY_ROW(KEY) { \
+    GPUAGG_SKETCH_SLOT(KEY) \
+    GPUAGG_SKETCH_RAISE_WORD(index, rank) }
 #define GPUAGG_DEFINE_SKETCH(NAME, LOAD, ...) \
 __kernel void NAME##_every(__VA_ARGS__, const ulong first, const ulong n, __global uint* regs) { \
   __global const uint* cached = regs; \
   const ulong end = first + n; \
-  for (ulong row = first + get_global_id(0); row < end; row += get_global_size(0)) { \
-    GPUAGG_SKETCH_SLOT(LOAD(row)) \
-    GPUAGG_SKETCH_RAISE_WORD(index, rank) \
+  const ulong step = get_global_size(0); \
+  ulong row = first + get_global_id(0); \
+  for (; row + 3ul * step < end; row += 4ul * step) { \
+    const ulong k0_ = (ulong)(LOAD(row)); \
+    const ulong k1_ = (ulong)(LOAD(row + step)); \
+    const ulong k2_ = (ulong)(LOAD(row + 2ul * step)); \
+    const ulong k3_ = (ulong)(LOAD(row + 3ul * step)); \
+    GPUAGG_SKETCH_EVERY_ROW(k0_) \
+    GPUAGG_SKETCH_EVERY_ROW(k1_) \
+    GPUAGG_SKETCH_EVERY_ROW(k2_) \
+    GPUAGG_SKETCH_EVERY_ROW(k3_) \
   } \
+  for (; row < end; row += step) GPUAGG_SKETCH_EVERY_ROW(LOAD(row)) \
 } \
 GPUAGG_DEFINE_SAMPLED_SKETCH(NAME, LOAD, GPUAGG_SKETCH_RAISE_WORD, __VA_ARGS__) \
 GPUAGG_DEFINE_SAMPLED_SKETCH(NAME##_bytes, LOAD, GPUAGG_SKETCH_RAISE_BYTE, __VA_ARGS__)
