@@ -76,6 +76,48 @@ struct sample_profile {
 inline constexpr std::size_t max_frequent_keys = 4096;
 inline constexpr std::size_t max_sample_keys = 4096;
 
+/// profile_sample's working memory, one per thread and key width, kept between queries: a
+/// flat table of (key, count) slots, the slots in use, and each sampled row's slot.
+template <class Bits>
+struct profile_scratch {
+  struct slot {
+    Bits key;
+    std::uint32_t count;
+  };
+  std::vector<slot> table;
+  std::vector<std::uint32_t> used;   // slots in use, in order of first use
+  std::vector<std::uint32_t> where;  // each sampled row's slot
+  static std::size_t table_size(std::size_t sample_size) {
+    std::size_t size = 2;
+    while (size < sample_size * 2) size *= 2;
+    return size;
+  }
+  static profile_scratch& mine() {
+    thread_local profile_scratch scratch;
+    return scratch;
+  }
+};
+
+/// Brings this thread's profile_scratch for a sample of `sample_size` keys into the cache, a
+/// read a cache line, in order (the hardware prefetches ahead): the profile's probes then find
+/// their slots there instead of one memory latency each. The driver calls it while the
+/// sample's read from the device is in flight.
+template <class Bits>
+void warm_profile_scratch(std::size_t sample_size) {
+  auto& scratch = profile_scratch<Bits>::mine();
+  const std::size_t size = profile_scratch<Bits>::table_size(sample_size);
+  if (scratch.table.size() < size) return;  // the first profile allocates it
+  const auto touch = [](const void* data, std::size_t bytes) {
+    const auto* p = static_cast<const volatile unsigned char*>(data);
+    unsigned char sink = 0;
+    for (std::size_t i = 0; i < bytes; i += 64) sink ^= p[i];
+    (void)sink;
+  };
+  touch(scratch.table.data(), size * sizeof(typename profile_scratch<Bits>::slot));
+  touch(scratch.where.data(), scratch.where.size() * sizeof(std::uint32_t));
+  touch(scratch.used.data(), scratch.used.capacity() * sizeof(std::uint32_t));
+}
+
 /// `neighbours[i]`: the key of sample row i's right neighbour in the input (empty: not known);
 /// `layout`: the fields of the key words (the key policy's).
 template <class Bits>
@@ -87,18 +129,15 @@ sample_profile profile_sample(std::span<const Bits> sample, std::span<const Bits
   // at low cardinality. The table is the thread's scratch, kept between queries and cleared
   // slot by slot (allocating and zeroing it per query costs more than the count); the counting
   // loop only counts, the most frequent key is found among the used slots after.
-  std::size_t size = 2;
-  while (size < sample.size() * 2) size *= 2;
+  const std::size_t size = profile_scratch<Bits>::table_size(sample.size());
   const std::size_t mask = size - 1;
   // A key and its count share a slot: the table is cold when a query starts (the columns and
   // the caller's own work pass through the caches between queries), and one slot is one miss.
-  struct slot {
-    Bits key;
-    std::uint32_t count;
-  };
-  thread_local std::vector<slot> table;
-  thread_local std::vector<std::uint32_t> used;   // slots in use, in order of first use
-  thread_local std::vector<std::uint32_t> where;  // each sampled row's slot
+  using slot = typename profile_scratch<Bits>::slot;
+  auto& scratch = profile_scratch<Bits>::mine();
+  auto& table = scratch.table;
+  auto& used = scratch.used;
+  auto& where = scratch.where;
   if (table.size() < size) table.assign(size, slot{Bits{}, 0});
   used.clear();
   used.reserve(sample.size());  // no allocation (and no exception) while counts are dirty
@@ -124,22 +163,9 @@ sample_profile profile_sample(std::span<const Bits> sample, std::span<const Bits
     }
     where[i] = static_cast<std::uint32_t>(at);
   }
-  std::uint32_t top = 0;
-  Bits hottest = 0;
   sample_profile profile;
-  for (const auto at : used) {
-    const std::uint32_t count = table[at].count;
-    if (count > top) {
-      top = count;
-      hottest = table[at].key;
-    }
-    profile.once += count == 1 ? 1 : 0;
-    profile.twice += count == 2 ? 1 : 0;
-  }
   profile.distinct = used.size();
   profile.sample_size = sample.size();
-  profile.hottest_key_share = double(top) / double(sample.size());
-  profile.hottest_key = static_cast<std::uint64_t>(hottest);
   profile.lowest = static_cast<std::uint64_t>(lowest);
   profile.highest = static_cast<std::uint64_t>(highest);
   const double average = double(sample.size()) / double(std::max<std::uint64_t>(profile.distinct, 1));
@@ -174,7 +200,9 @@ sample_profile profile_sample(std::span<const Bits> sample, std::span<const Bits
     profile.ordered = rising || falling;
   }
   // One pass over the used slots (each a cache miss in a table larger than the caches' share):
-  // the keys, the frequent keys, and the slot cleared.
+  // the counts' statistics, the keys, the frequent keys, and the slot cleared.
+  std::uint32_t top = 0;
+  Bits hottest = 0;
   const bool keep_keys = used.size() <= max_sample_keys;
   if (keep_keys) profile.keys.reserve(used.size());
   // The box, its fields no wider than the word (one key's field is its whole word, so a signed
@@ -183,11 +211,21 @@ sample_profile profile_sample(std::span<const Bits> sample, std::span<const Bits
   for (auto& field : fields.fields) field.bits = std::min(field.bits, static_cast<unsigned>(8 * sizeof(Bits)));
   key_box_builder box(fields);
   for (const auto at : used) {
-    if (keep_keys) profile.keys.push_back(static_cast<std::uint64_t>(table[at].key));
-    box.add(static_cast<std::uint64_t>(table[at].key));
-    if (table[at].count >= least) profile.frequent.emplace_back(static_cast<std::uint64_t>(table[at].key), table[at].count);
+    const Bits key = table[at].key;
+    const std::uint32_t count = table[at].count;
+    if (count > top) {
+      top = count;
+      hottest = key;
+    }
+    profile.once += count == 1 ? 1 : 0;
+    profile.twice += count == 2 ? 1 : 0;
+    if (keep_keys) profile.keys.push_back(static_cast<std::uint64_t>(key));
+    box.add(static_cast<std::uint64_t>(key));
+    if (count >= least) profile.frequent.emplace_back(static_cast<std::uint64_t>(key), count);
     table[at].count = 0;  // the scratch table is empty again for the next sample
   }
+  profile.hottest_key_share = double(top) / double(sample.size());
+  profile.hottest_key = static_cast<std::uint64_t>(hottest);
   profile.box = box.box();
   const auto by_count = [](const auto& a, const auto& b) {
     return a.second != b.second ? a.second > b.second : a.first < b.first;
