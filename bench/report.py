@@ -66,8 +66,8 @@ FILES = {
 # Files in a results folder that no table reads (kept for other tools).
 OTHER_FILES = {
     "suite.log": ("the suite's log", "every part"),
-    "plan_sweep.csv": ("the oracle's sweeps bench/plan_data.py wrote plan_data.hpp's H100 entry from",
-                       "uniform, skew (an earlier run of the same code's oracle); scattered: groupby_bench "
+    "plan_sweep.csv": ("the oracle's sweeps bench/plan_data.py wrote this device's plan_data.hpp entry from",
+                       "uniform, skew (an earlier run of record's sweep.csv); on h100 also scattered: groupby_bench "
                        "--keys scattered --groups-log2 0:26:2 --systems oracle --sweep-reps 2 --reps 1 --sweep-csv"),
     "composite_sweep.csv": ("the oracle's sweep with two uint32 key columns: the scattered-keys configurations "
                             "measured on 8-byte key words (plan/tuning.hpp)", "composite"),
