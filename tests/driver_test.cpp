@@ -1392,10 +1392,16 @@ TEST_CASE("a large host result's columns are sized while the device aggregates; 
   const auto fits = group_by(in.keys, in.vals, sum_count_min, hinted);
   CHECK(fits.stats.result_presized);
   check_same(fits, expected);
+  // FINALIZE's time on the columns (the wait for the sizing thread, or its own sizing) is
+  // measured, and is part of FINALIZE's.
+  CHECK(fits.stats.result_sizing_seconds > 0);
+  CHECK(fits.stats.result_sizing_seconds <= fits.stats.host.finalize);
   hinted.expected_groups = 100;
   const auto low = group_by(in.keys, in.vals, sum_count_min, hinted);
   CHECK_FALSE(low.stats.result_presized);
   check_same(low, expected);
+  CHECK(low.stats.result_sizing_seconds > 0);
+  CHECK(low.stats.result_sizing_seconds <= low.stats.host.finalize);
   hinted.expected_groups = 50'000;
   const auto high = group_by(in.keys, in.vals, sum_count_min, hinted);
   CHECK_FALSE(high.stats.result_presized);

@@ -84,6 +84,9 @@ struct query_stats {
   /// The host result's columns were sized on a thread of their own while the device aggregated
   /// (runtime/readback.hpp: presized_result_rows), not after FINALIZE.
   bool result_presized = false;
+  /// Host time FINALIZE spent on the result's columns before their copy: waiting for the thread
+  /// that sized them (result_presized), or sizing them itself. Part of host.finalize.
+  double result_sizing_seconds = 0;
   double dictionary_seconds = 0;        ///< keys wider than 64 bits: profiled time of the key dictionary
   unsigned dictionary_growths = 0;      ///< keys wider than 64 bits: times the key dictionary grew
   unsigned dictionary_launches = 0;     ///< keys wider than 64 bits: encode launches (rows left pending run again)

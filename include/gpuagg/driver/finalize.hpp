@@ -49,7 +49,10 @@ auto aggregation_driver<Bound>::finalize_to_host(
   result<typename key_policy::value_type, Outputs...> out;
   // The columns of the result: sized while the device aggregated where a thread did that
   // (runtime/readback.hpp), else here.
-  const auto size_columns = [&](std::size_t n) { stats_.result_presized = detail::size_result(out, n, early); };
+  const auto size_columns = [&](std::size_t n) {
+    const detail::phase_clock sizing(stats_.result_sizing_seconds);
+    stats_.result_presized = detail::size_result(out, n, early);
+  };
   if (!table_ready_) {
     finish_stats();
     out.stats = stats_;
