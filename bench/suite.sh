@@ -198,13 +198,12 @@ fi
 # (--interleave). Host steps under a millisecond (the key sample's profile, FINALIZE, the
 # buffers) took up to twice as long in one system's five queries as in the other's, either
 # way round (bench/results/h200, 3f86b31): turns of one system each compared that drift.
-paired="--reps 9 --interleave"
+paired=(--reps 9 --interleave)
 if has uniform; then
   need groupby_bench
   rm -f "$tmp/u.csv" "$tmp/us.csv"
-  # shellcheck disable=SC2086
   step 560 uniform "$bench" --rows-log2 "$rows" --groups-log2 "$even" --input device --csv "$tmp/u.csv" \
-    --sweep-csv "$tmp/us.csv" $paired
+    --sweep-csv "$tmp/us.csv" "${paired[@]}"
   merge default.csv $default_key "$tmp/u.csv"
   merge sweep.csv $sweep_key "$tmp/us.csv"
 fi
@@ -212,9 +211,8 @@ if has skew; then
   need groupby_bench
   for dist in zipf heavy sorted; do
     rm -f "$tmp/k.csv" "$tmp/ks.csv"
-    # shellcheck disable=SC2086
     step 200 "skew_$dist" "$bench" --rows-log2 "$rows" --groups-log2 "$five" --input device --distribution "$dist" \
-      --csv "$tmp/k.csv" --sweep-csv "$tmp/ks.csv" $paired
+      --csv "$tmp/k.csv" --sweep-csv "$tmp/ks.csv" "${paired[@]}"
     merge default.csv $default_key "$tmp/k.csv"
     merge sweep.csv $sweep_key "$tmp/ks.csv"
   done
@@ -240,17 +238,15 @@ if has composite; then
   # to set beside the uniform part's single-key default at the same group counts. The sweep is
   # the evidence the plan runs scattered keys' configurations on 8-byte key words by (tuning.hpp).
   rm -f "$tmp/k.csv" "$tmp/ks.csv"
-  # shellcheck disable=SC2086
   step 200 composite "$bench" --rows-log2 "$rows" --groups-log2 "$(upto 10,16,20,24)" --keys two \
-    --csv "$tmp/k.csv" --sweep-csv "$tmp/ks.csv" $paired
+    --csv "$tmp/k.csv" --sweep-csv "$tmp/ks.csv" "${paired[@]}"
   merge composite.csv $default_key "$tmp/k.csv"
   merge composite_sweep.csv $sweep_key "$tmp/ks.csv"
   # The same with columns of narrow ranges (the key's high and low halves): distribution
   # "narrow" in the same files.
   rm -f "$tmp/k.csv" "$tmp/ks.csv"
-  # shellcheck disable=SC2086
   step 200 composite_narrow "$bench" --rows-log2 "$rows" --groups-log2 "$(upto 10,16,20,24)" --keys two-narrow \
-    --csv "$tmp/k.csv" --sweep-csv "$tmp/ks.csv" $paired
+    --csv "$tmp/k.csv" --sweep-csv "$tmp/ks.csv" "${paired[@]}"
   merge composite.csv $default_key "$tmp/k.csv"
   merge composite_sweep.csv $sweep_key "$tmp/ks.csv"
 fi
@@ -259,9 +255,8 @@ if has scattered; then
   # One uint32 key column spread over 32 bits: keys that collide in a hash table, as most key
   # sets other than the draw's dense range do (the plan's scattered-keys configurations).
   rm -f "$tmp/k.csv"
-  # shellcheck disable=SC2086
   step 200 scattered "$bench" --rows-log2 "$rows" --groups-log2 "$(upto 4,10,16,20,24)" --keys scattered \
-    --csv "$tmp/k.csv" $paired
+    --csv "$tmp/k.csv" "${paired[@]}"
   merge scattered.csv $default_key "$tmp/k.csv"
 fi
 if has wide; then

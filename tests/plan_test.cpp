@@ -128,21 +128,15 @@ TEST_CASE("the H200 starts from its own entry, not the H100's") {
   auto sorted = uniform_input(16);
   sorted.runs_share = 1.0 - 16.0 / double(sorted.rows);
   const auto on = [&](const device_info& d, const input_profile& p) { return plan(d, p, {}, recorded_shape(), 256); };
-  const auto& own = query_planner::entry_for(h200).regimes;
-  const auto& h100_entry = query_planner::entry_for(h100()).regimes;
-  const auto regime_of = [](std::span<const plan_regime> regimes, int log2) {
-    for (const auto& r : regimes) {
-      if (log2 <= r.max_table_log2) return r;
-    }
-    return regimes.back();
-  };
-  REQUIRE(regime_of(own, 4).workgroup_local_runs != regime_of(h100_entry, 4).workgroup_local_runs);
-  CHECK(on(h200, sorted).default_params().config == regime_of(own, 4).workgroup_local_runs);
-  CHECK(on(h100(), sorted).default_params().config == regime_of(h100_entry, 4).workgroup_local_runs);
-  REQUIRE(regime_of(own, 10).workgroup_local != regime_of(h100_entry, 10).workgroup_local);
+  const plan_entry own = query_planner::entry_for(h200);
+  const plan_entry h100_entry = query_planner::entry_for(h100());
+  REQUIRE(own.regime(4).workgroup_local_runs != h100_entry.regime(4).workgroup_local_runs);
+  CHECK(on(h200, sorted).default_params().config == own.regime(4).workgroup_local_runs);
+  CHECK(on(h100(), sorted).default_params().config == h100_entry.regime(4).workgroup_local_runs);
+  REQUIRE(own.regime(10).workgroup_local != h100_entry.regime(10).workgroup_local);
   const auto local = on(h200, uniform_input(1 << 10)).default_params();
   CHECK(local.strategy == strategy_kind::workgroup_local);
-  CHECK(local.config == regime_of(own, 10).workgroup_local);
+  CHECK(local.config == own.regime(10).workgroup_local);
 }
 
 TEST_CASE("the H100: WORKGROUPLOCAL while the table fits local memory, then SHARED with many work groups") {
@@ -551,13 +545,7 @@ TEST_CASE("the start configuration follows the keys' shape: runs, one dominant k
   const auto config = [](const input_profile& p) {
     return plan(h100(), p, {}, recorded_shape(), 256).initial_config(strategy_kind::shared);
   };
-  const auto regime = [](unsigned log2) {
-    for (const auto& e : query_planner::entry_for(h100()).regimes) {
-      if (e.max_table_log2 >= log2) return e;
-    }
-    return query_planner::entry_for(h100()).regimes.back();
-  };
-  const auto& e = regime(20);
+  const auto& e = query_planner::entry_for(h100()).regime(20);
   CHECK(config(shuffled) == e.shared);
   CHECK(config(zipf) == e.shared_frequent);
   CHECK(config(heavy) == e.shared_dominant);
@@ -576,15 +564,9 @@ TEST_CASE("keys spread wider than a dense range start from the scattered-keys co
   dense.key_span = double(1 << 16);
   auto scattered = dense;
   scattered.key_span = 4294967296.0;
-  const auto regime = [](unsigned log2) {
-    for (const auto& e : query_planner::entry_for(h100()).regimes) {
-      if (e.max_table_log2 >= log2) return e;
-    }
-    return query_planner::entry_for(h100()).regimes.back();
-  };
   CHECK_FALSE(plan(h100(), dense).scattered_keys());
   CHECK(plan(h100(), scattered).scattered_keys());
-  const auto& e = regime(16);
+  const auto& e = query_planner::entry_for(h100()).regime(16);
   REQUIRE(e.shared_scattered != e.shared);
   CHECK(plan(h100(), dense).initial_config(strategy_kind::shared) == e.shared);
   CHECK(plan(h100(), scattered).initial_config(strategy_kind::shared) == e.shared_scattered);
@@ -593,7 +575,7 @@ TEST_CASE("keys spread wider than a dense range start from the scattered-keys co
   dense_small.key_span = double(1 << 10);
   auto scattered_small = dense_small;
   scattered_small.key_span = 4294967296.0;
-  const auto& small = regime(10);
+  const auto& small = query_planner::entry_for(h100()).regime(10);
   REQUIRE(small.workgroup_local_scattered != small.workgroup_local);
   CHECK(plan(h100(), dense_small).default_params() ==
         execution_params{strategy_kind::workgroup_local, small.workgroup_local});

@@ -60,6 +60,15 @@ struct plan_entry {
   plan_level level = plan_level::generic;
   std::string_view match;  ///< a substring of the device name, the architecture, or the vendor
   std::span<const plan_regime> regimes;
+
+  /// The regime of tables up to 2^`table_log2` (plan_regime::max_table_log2); the last one
+  /// beyond them all.
+  constexpr const plan_regime& regime(int table_log2) const {
+    for (const auto& r : regimes) {
+      if (table_log2 <= r.max_table_log2) return r;
+    }
+    return regimes.back();
+  }
 };
 
 namespace detail::plan_data {

@@ -20,11 +20,7 @@ namespace gpuagg {
 inline const plan_regime& query_planner::regime() const {
   const double buckets = shape_.identity_scheme ? double(shape_.domain_size) : double(capacity_for(sizing_groups()));
   const double equivalent = buckets * shape_.bucket_bytes / (2.0 * recorded_bucket_bytes);  // the recorded query's groups
-  const int log2 = equivalent <= 1 ? 0 : static_cast<int>(std::ceil(std::log2(equivalent) - 1e-9));
-  for (const auto& r : entry_.regimes) {
-    if (log2 <= r.max_table_log2) return r;
-  }
-  return entry_.regimes.back();
+  return entry_.regime(equivalent <= 1 ? 0 : static_cast<int>(std::ceil(std::log2(equivalent) - 1e-9)));
 }
 
 inline bool query_planner::scattered_keys() const {
