@@ -26,6 +26,7 @@
 // plain values in plan/inputs.hpp.
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -330,6 +331,12 @@ class query_planner {
   /// options::private_groups asks for it (never beside the run cache or the hot-key table).
   bool private_groups(const execution_params& params) const;
   static constexpr std::uint64_t private_groups_max = 4;
+  /// The keys (table words) whose groups a private groups' build keeps in private variables: the
+  /// sample's distinct keys, at most private_groups_max of them; where it holds fewer, the first
+  /// repeated (a repeated key never matches twice: kernels/aggregate.hpp), and word 0 where the
+  /// sample holds none. Any key is correct here: the rows of keys not named take the table's
+  /// path.
+  std::array<std::uint64_t, private_groups_max> private_group_keys() const;
 
   /// Rows per work item between two drains of the cold-row queue: 8, or 4 or 2 where the queue of
   /// 8 does not fit in local memory beside the table (0: not even 2).

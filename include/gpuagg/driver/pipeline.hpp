@@ -203,6 +203,7 @@ auto aggregation_driver<Bound>::enqueue_rows(const execution_params& params, std
     // one, the register stays unused).
     args.run_cache = detail::kernels::run_cache_args<bits_type>{hot_key_, planner_->profile().sampled ? 1u : 0u};
   }
+  if (variant.private_groups) args.private_keys = detail::kernels::private_keys_args<bits_type>{private_keys_};
   // The strategy's own parameters follow (its policy, strategy.hpp).
   strategy_view view{*this};
   visit_strategy(params.strategy, [&](auto policy) {

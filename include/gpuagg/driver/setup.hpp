@@ -132,6 +132,8 @@ void aggregation_driver<Bound>::setup() {
   make_planner(profile, groups);
   const std::uint64_t capacity = planner_->initial_table_capacity();
   interleaved_ = planner_->interleaved(capacity);
+  const auto private_keys = planner_->private_group_keys();
+  for (std::size_t i = 0; i < private_keys.size(); ++i) private_keys_[i] = static_cast<bits_type>(private_keys[i]);
   for (std::size_t i = 0; i < planner_->hot_keys().keys; ++i) {
     hot_keys_.push_back(static_cast<bits_type>(profile.frequent[i].first));
   }

@@ -5,6 +5,7 @@
 // (GPUAGG_AGGREGATE_PARAMS), with their argument struct. Each strategy's body and its own
 // parameters are in a file of their own (shared.hpp, workgroup_local.hpp, independent.hpp).
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <vector>
@@ -60,46 +61,42 @@ inline constexpr fixed_string aggregate_common{R"CLC(// One row's values (ACC_LO
   if (have_run_) FLUSH(run_key_, run_) \
   if (hot_used_) FLUSH(hot_key, hot_)
 #elif defined(GPUAGG_PRIVATE_GROUPS)
-// Built with -DGPUAGG_PRIVATE_GROUPS (options::private_groups, for a query of a few groups):
-// each work item keeps four groups in private variables, claimed by the first four keys
-// it meets, and writes them to the table once at the end. The table then takes one update per
-// group and work item instead of one per row: with all rows of a work group in a few buckets,
-// the atomics' serialization on those buckets, not the reading of the rows, would bound the
-// query. A fifth key goes to the table as without the build, so more groups than the sample
-// showed cost time, never correctness.
-#define GPUAGG_RUN_CACHE_PARAMS
+// Built with -DGPUAGG_PRIVATE_GROUPS (for a query of a few groups): each work item keeps the
+// groups of four keys the driver names (pk0..pk3: the key sample's, repeated where it holds
+// fewer) in private variables, and writes each it used to the table once at the end. The
+// table then takes one update per group and work item instead of one per row: with all rows
+// of a work group in a few buckets, the atomics' serialization on those buckets, not the
+// reading of the rows, would bound the query. A row updates all four slots' accumulators,
+// each keeping its old value unless the row's key is its own (a select, not a branch), so the
+// lanes of a SIMD group never diverge on which group their rows hold. A row of any other key
+// goes to the table as without the build: groups the sample missed cost time, never
+// correctness.
+#define GPUAGG_RUN_CACHE_PARAMS , const KEY_T pk0_, const KEY_T pk1_, const KEY_T pk2_, const KEY_T pk3_
 #define GPUAGG_RUN_CACHE_BEGIN \
-  uint pn_ = 0; \
-  KEY_T pk0_ = EMPTY_KEY, pk1_ = EMPTY_KEY, pk2_ = EMPTY_KEY, pk3_ = EMPTY_KEY; \
+  uint pused_ = 0u; \
   ACC_DECLARE(p0_) \
   ACC_DECLARE(p1_) \
   ACC_DECLARE(p2_) \
   ACC_DECLARE(p3_)
-#define GPUAGG_CACHED_ROW(k, P, FLUSH) \
-  if (pn_ > 0u && (k) == pk0_) { \
-    ACC_MERGE_PRIVATE(p0_, P) \
-  } else if (pn_ > 1u && (k) == pk1_) { \
-    ACC_MERGE_PRIVATE(p1_, P) \
-  } else if (pn_ > 2u && (k) == pk2_) { \
-    ACC_MERGE_PRIVATE(p2_, P) \
-  } else if (pn_ > 3u && (k) == pk3_) { \
-    ACC_MERGE_PRIVATE(p3_, P) \
-  } else if (pn_ == 0u) { \
-    pk0_ = (k); ACC_ASSIGN(p0_, P) pn_ = 1u; \
-  } else if (pn_ == 1u) { \
-    pk1_ = (k); ACC_ASSIGN(p1_, P) pn_ = 2u; \
-  } else if (pn_ == 2u) { \
-    pk2_ = (k); ACC_ASSIGN(p2_, P) pn_ = 3u; \
-  } else if (pn_ == 3u) { \
-    pk3_ = (k); ACC_ASSIGN(p3_, P) pn_ = 4u; \
+#define GPUAGG_CACHED_ROW(k, P, FLUSH) { \
+  const uint m0_ = (k) == pk0_; \
+  const uint m1_ = !m0_ && (k) == pk1_; \
+  const uint m2_ = !(m0_ | m1_) && (k) == pk2_; \
+  const uint m3_ = !(m0_ | m1_ | m2_) && (k) == pk3_; \
+  if (m0_ | m1_ | m2_ | m3_) { \
+    ACC_MERGE_PRIVATE_IF(p0_, P, m0_) \
+    ACC_MERGE_PRIVATE_IF(p1_, P, m1_) \
+    ACC_MERGE_PRIVATE_IF(p2_, P, m2_) \
+    ACC_MERGE_PRIVATE_IF(p3_, P, m3_) \
+    pused_ |= m0_ | (m1_ << 1) | (m2_ << 2) | (m3_ << 3); \
   } else { \
     FLUSH(k, P) \
-  }
+  } }
 #define GPUAGG_RUN_CACHE_END(FLUSH) \
-  if (pn_ > 0u) FLUSH(pk0_, p0_) \
-  if (pn_ > 1u) FLUSH(pk1_, p1_) \
-  if (pn_ > 2u) FLUSH(pk2_, p2_) \
-  if (pn_ > 3u) FLUSH(pk3_, p3_)
+  if (pused_ & 1u) FLUSH(pk0_, p0_) \
+  if (pused_ & 2u) FLUSH(pk1_, p1_) \
+  if (pused_ & 4u) FLUSH(pk2_, p2_) \
+  if (pused_ & 8u) FLUSH(pk3_, p3_)
 #else
 #define GPUAGG_RUN_CACHE_PARAMS
 #define GPUAGG_RUN_CACHE_BEGIN
@@ -224,6 +221,17 @@ struct run_cache_args {
   }
 };
 
+/// GPUAGG_RUN_CACHE_PARAMS, in builds with -DGPUAGG_PRIVATE_GROUPS: the four keys whose groups a
+/// work item keeps in private variables.
+template <class Bits>
+struct private_keys_args {
+  std::array<Bits, 4> keys{};
+  template <class F>
+  void for_each(F& f) const {
+    for (const Bits key : keys) f(key);
+  }
+};
+
 /// GPUAGG_AGGREGATE_PARAMS: KEY_PARAMS VALUE_PARAMS, row_begin, row_end, g_keys
 /// ACC_PARAMS(g_), bits, capacity, key_min, max_probes, meta, s_keys ACC_PARAMS(s_),
 /// spill_capacity, plain_key_reads GPUAGG_RUN_CACHE_PARAMS. Each strategy's own parameters
@@ -243,6 +251,7 @@ struct aggregate_args {
   std::uint32_t spill_capacity = 0;
   std::uint32_t plain_key_reads = 0;
   std::optional<run_cache_args<Bits>> run_cache;  ///< exactly in builds with -DGPUAGG_RUN_CACHE
+  std::optional<private_keys_args<Bits>> private_keys;  ///< exactly in builds with -DGPUAGG_PRIVATE_GROUPS
   template <class F>
   void for_each(F& f) const {
     f(columns);
@@ -258,6 +267,7 @@ struct aggregate_args {
     f(spill_capacity);
     f(plain_key_reads);
     f(run_cache);
+    f(private_keys);
   }
 };
 

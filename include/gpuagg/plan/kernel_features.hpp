@@ -38,6 +38,17 @@ inline bool query_planner::private_groups(const execution_params& params) const 
   return opts_.private_groups.value_or(false);
 }
 
+inline std::array<std::uint64_t, query_planner::private_groups_max> query_planner::private_group_keys() const {
+  std::array<std::uint64_t, private_groups_max> keys{};
+  std::size_t n = 0;
+  const auto add = [&](std::uint64_t key) {
+    if (n < keys.size() && std::find(keys.begin(), keys.begin() + n, key) == keys.begin() + n) keys[n++] = key;
+  };
+  for (const std::uint64_t key : profile_.sample_keys) add(key);
+  for (std::size_t i = n; i < keys.size(); ++i) keys[i] = keys[0];
+  return keys;
+}
+
 inline bool query_planner::cold_queue(const execution_params& params) const {
   const double hot = profile_.hottest_key_share;
   if (params.strategy != strategy_kind::workgroup_local || opts_.run_cache || hot == 0) return false;
