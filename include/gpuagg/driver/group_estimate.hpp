@@ -156,6 +156,7 @@ detail::host_sketch aggregation_driver<Bound>::sketch_on_device(const std::vecto
     args.first = first;
     args.n = n;
     args.registers = sketch_registers;
+    args.seen = {registers};
     detail::bind_arguments(kernel, "the group estimate's sketch", args);
   } else {
     detail::kernels::sketch_args<cl::Buffer> args;

@@ -31,7 +31,9 @@ inline constexpr fixed_string sketch_kernels{R"CLC(
 // and its sampled branch cost a few percent of a sketch that reads every key. It loads four
 // rows before it hashes any: each row's register read depends on its key's load, and one row
 // at a time left each work item waiting on two loads in turn (the kernel took 0.29 instead of
-// 0.33 ms over 2^27 keys on the H200).
+// 0.33 ms over 2^27 keys on the H200). Each work group reads the registers it compares with
+// from a copy of its own in local memory (below): in global memory a SIMD group's 32 random
+// register reads are 32 cache transactions, one row's each.
 // Each kernel twice: gpuagg_sketch* read the key columns; gpuagg_sketch_words* read table words
 // (the spill area's keys, whose distinct count sizes a growth).
 #define GPUAGG_SKETCH_SLOT(KEY) \
@@ -95,12 +97,22 @@ __kernel void NAME(__VA_ARGS__, const ulong first, const ulong stride, const ulo
     atom_add(counts + 1, (ulong)scratch[1]); \
   } \
 }
-#define GPUAGG_SKETCH_EVERY_ROW(KEY) { \
+// The sketch of every row keeps a copy of the registers in local memory, a byte each (`seen`,
+// a lower bound of each global register): a row whose rank it does not exceed reads nothing
+// else. Otherwise the global register is read and raised, and the copy takes the larger of
+// the two. Racing stores of the copy only lower it, which costs a read, never an update.
+#define GPUAGG_SKETCH_EVERY_ROW_LOCAL(KEY) { \
     GPUAGG_SKETCH_SLOT(KEY) \
-    GPUAGG_SKETCH_RAISE_WORD(index, rank) }
+    if (seen[index] < rank) { \
+      const uint global_ = regs[index]; \
+      if (global_ < rank) atomic_max(regs + index, rank); \
+      seen[index] = (uchar)max(global_, rank); \
+    } }
 #define GPUAGG_DEFINE_SKETCH(NAME, LOAD, ...) \
-__kernel void NAME##_every(__VA_ARGS__, const ulong first, const ulong n, __global uint* regs) { \
-  __global const uint* cached = regs; \
+__kernel void NAME##_every(__VA_ARGS__, const ulong first, const ulong n, __global uint* regs, \
+                           __local uchar* restrict seen) { \
+  for (uint i = get_local_id(0); i < (1u << GPUAGG_SKETCH_P); i += get_local_size(0)) seen[i] = (uchar)regs[i]; \
+  barrier(CLK_LOCAL_MEM_FENCE); \
   const ulong end = first + n; \
   const ulong step = get_global_size(0); \
   ulong row = first + get_global_id(0); \
@@ -109,12 +121,12 @@ __kernel void NAME##_every(__VA_ARGS__, const ulong first, const ulong n, __glob
     const ulong k1_ = (ulong)(LOAD(row + step)); \
     const ulong k2_ = (ulong)(LOAD(row + 2ul * step)); \
     const ulong k3_ = (ulong)(LOAD(row + 3ul * step)); \
-    GPUAGG_SKETCH_EVERY_ROW(k0_) \
-    GPUAGG_SKETCH_EVERY_ROW(k1_) \
-    GPUAGG_SKETCH_EVERY_ROW(k2_) \
-    GPUAGG_SKETCH_EVERY_ROW(k3_) \
+    GPUAGG_SKETCH_EVERY_ROW_LOCAL(k0_) \
+    GPUAGG_SKETCH_EVERY_ROW_LOCAL(k1_) \
+    GPUAGG_SKETCH_EVERY_ROW_LOCAL(k2_) \
+    GPUAGG_SKETCH_EVERY_ROW_LOCAL(k3_) \
   } \
-  for (; row < end; row += step) GPUAGG_SKETCH_EVERY_ROW(LOAD(row)) \
+  for (; row < end; row += step) GPUAGG_SKETCH_EVERY_ROW_LOCAL(LOAD(row)) \
 } \
 GPUAGG_DEFINE_SAMPLED_SKETCH(NAME, LOAD, GPUAGG_SKETCH_RAISE_WORD, __VA_ARGS__) \
 GPUAGG_DEFINE_SAMPLED_SKETCH(NAME##_bytes, LOAD, GPUAGG_SKETCH_RAISE_BYTE, __VA_ARGS__)
@@ -160,12 +172,14 @@ struct sketch_every_args {
   std::uint64_t first = 0;
   std::uint64_t n = 0;
   Buffer registers;
+  local_memory seen;  ///< a byte per register
   template <class F>
   void for_each(F& f) const {
     f(key_columns);
     f(first);
     f(n);
     f(registers);
+    f(seen);
   }
 };
 
