@@ -7,6 +7,7 @@
 #include <gpuagg/plan.hpp>
 
 #include <algorithm>
+#include <array>
 #include <random>
 #include <set>
 
@@ -671,7 +672,7 @@ TEST_CASE("a query that does not tune asks only for the kernel limits of the str
   }
 }
 
-TEST_CASE("private groups: only where the options ask, SHARED and WORKGROUPLOCAL, never beside the run cache") {
+TEST_CASE("private groups: where the options ask, SHARED and WORKGROUPLOCAL, never beside the run cache") {
   options on;
   on.private_groups = true;
   for (const std::uint64_t groups : {4u, 1u << 20}) {
@@ -694,6 +695,57 @@ TEST_CASE("private groups: only where the options ask, SHARED and WORKGROUPLOCAL
   const auto single = plan(h100(), one, on, recorded_shape(), 256);
   CHECK(single.variant_for(shared).run_cache);
   CHECK_FALSE(single.variant_for(shared).private_groups);
+}
+
+TEST_CASE("private groups unasked: WORKGROUPLOCAL on a GPU, wide accumulators, at most four keys sampled") {
+  const execution_params local{strategy_kind::workgroup_local, {64, 128}};
+  const execution_params shared{strategy_kind::shared, {64, 128}};
+  query_shape q1{};
+  q1.key_bytes = 2;
+  q1.bucket_bytes = 2 + 6 * 8;  // TPC-H Q1: six 64-bit accumulators
+  auto four = uniform_input(4);
+  four.sample_keys = {0x4146, 0x4e46, 0x4e4f, 0x5246};  // Q1's (returnflag, linestatus) words
+  CHECK(plan(h100(), four, {}, q1).variant_for(local).private_groups);
+  CHECK_FALSE(plan(h100(), four, {}, q1).variant_for(shared).private_groups);
+  CHECK_FALSE(plan(pocl_cpu(), four, {}, q1).variant_for(local).private_groups);
+  // One sum: its local atomic per row is cheaper than the selects.
+  CHECK_FALSE(plan(h100(), four).variant_for(local).private_groups);
+  options off;
+  off.private_groups = false;
+  CHECK_FALSE(plan(h100(), four, off, q1).variant_for(local).private_groups);
+  // A fifth key in the sample, or an estimate above four groups: the local table alone.
+  auto five = four;
+  five.sample_keys.push_back(0x5247);
+  CHECK_FALSE(plan(h100(), five, {}, q1).variant_for(local).private_groups);
+  auto more = four;
+  more.expected_groups = 5;
+  CHECK_FALSE(plan(h100(), more, {}, q1).variant_for(local).private_groups);
+  // No sample (a hint alone): nothing names the keys.
+  auto unsampled = uniform_input(4);
+  unsampled.sampled = false;
+  CHECK_FALSE(plan(h100(), unsampled, {}, q1).variant_for(local).private_groups);
+
+  // The keys the build is given: the sample's, the first repeated; word 0 without a sample.
+  auto two = uniform_input(2);
+  two.sample_keys = {7, 9};
+  CHECK(plan(h100(), two).private_group_keys() == std::array<std::uint64_t, 4>{7, 9, 7, 7});
+  CHECK(plan(h100(), four).private_group_keys() == std::array<std::uint64_t, 4>{0x4146, 0x4e46, 0x4e4f, 0x5246});
+  CHECK(plan(h100(), unsampled).private_group_keys() == std::array<std::uint64_t, 4>{0, 0, 0, 0});
+}
+
+TEST_CASE("rows in flight: two where a row's accumulators take 32 bytes or more, else four") {
+  const auto input = uniform_input(4);
+  CHECK(plan(h100(), input).rows_in_flight() == 4);  // one 64-bit sum
+  query_shape q1{};
+  q1.key_bytes = 2;
+  q1.bucket_bytes = 2 + 6 * 8;  // TPC-H Q1: six 64-bit accumulators
+  CHECK(plan(h100(), input, {}, q1).rows_in_flight() == 2);
+  query_shape three{};
+  three.bucket_bytes = 4 + 3 * 8;
+  CHECK(plan(h100(), input, {}, three).rows_in_flight() == 4);
+  query_shape four_sums{};
+  four_sums.bucket_bytes = 4 + 4 * 8;
+  CHECK(plan(pocl_cpu(), input, {}, four_sums).rows_in_flight() == 2);
 }
 
 TEST_CASE("a perfect local table for scattered keys on a GPU whose sample saw every group") {

@@ -327,9 +327,22 @@ class query_planner {
   /// and a queue of at least 2 rows per work item fits in local memory beside the table.
   bool cold_queue(const execution_params& params) const;
   /// Whether the block's build keeps private_groups_max groups per work item in private
-  /// variables (-DGPUAGG_PRIVATE_GROUPS): for SHARED and WORKGROUPLOCAL where
-  /// options::private_groups asks for it (never beside the run cache or the hot-key table).
+  /// variables (-DGPUAGG_PRIVATE_GROUPS), never beside the run cache or the hot-key table: for
+  /// SHARED and WORKGROUPLOCAL where options::private_groups asks for it; unasked, for
+  /// WORKGROUPLOCAL on a GPU where a row has wide_accumulators(), the key sample holds at most
+  /// private_groups_max distinct keys and the estimate as few groups. A row's local atomics, one
+  /// per accumulator, then cost more than the four selects per accumulator that replace them;
+  /// with one accumulator they do not. SHARED's work items would end with each of their groups'
+  /// updates on the same few global buckets.
   bool private_groups(const execution_params& params) const;
+  /// Whether a row's accumulators take many_accumulator_bytes or more (bucket less key).
+  bool wide_accumulators() const;
+  static constexpr std::uint32_t many_accumulator_bytes = 32;
+  /// The rows each work item of AGGREGATE loads before it combines any
+  /// (-DGPUAGG_ROWS_IN_FLIGHT, kernels/aggregate.hpp): 2 with wide_accumulators(), else 4. Each
+  /// row in flight holds every accumulator's value in registers, and a kernel of many registers
+  /// runs fewer work items at a time.
+  std::uint32_t rows_in_flight() const;
   static constexpr std::uint64_t private_groups_max = 4;
   /// The keys (table words) whose groups a private groups' build keeps in private variables: the
   /// sample's distinct keys, at most private_groups_max of them; where it holds fewer, the first

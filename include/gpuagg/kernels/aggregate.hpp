@@ -179,21 +179,39 @@ inline uint gpuagg_find_hot(__local const KEY_T* keys, KEY_T k, uint bits, uint 
     if (at_ != GPUAGG_NO_SLOT) { s_keys[at_] = k; ACC_COPY_FROM(s_, at_, Q, q) } \
   } }
 
-// The rows of this work item, `stride` apart, four at a time: the keys and values of four rows
-// are loaded before any of them is combined, so each work item keeps four rows' loads in
-// flight (the loads, not the atomics, bound the low-cardinality kernels). ROW(k, row, P)
-// combines one row whose values were loaded by ACC_LOAD_ROW(P, row), if it passes the query's
-// WHERE clause (ROW_PASSES, 1 without one).
+// The rows of this work item, `stride` apart, GPUAGG_ROWS_IN_FLIGHT (1, 2, 4 or 8; 4 unless the
+// build defines it) at a time: the keys and values of those rows are loaded before any of them
+// is combined, so each work item keeps their loads in flight (the loads, not the atomics, bound
+// the low-cardinality kernels). ROW(k, row, P) combines one row whose values were loaded by
+// ACC_LOAD_ROW(P, row), if it passes the query's WHERE clause (ROW_PASSES, 1 without one).
+#ifndef GPUAGG_ROWS_IN_FLIGHT
+#define GPUAGG_ROWS_IN_FLIGHT 4
+#endif
+#define GPUAGG_ROW_LOAD(i, stride) \
+  const ulong r##i##_ = row_ + i * (stride); \
+  const KEY_T k##i##_ = KEY_LOAD(r##i##_); \
+  ACC_LOAD_ROW(a##i##_, r##i##_)
+#define GPUAGG_ROW_COMBINE(i, ROW) if (ROW_PASSES(r##i##_)) { ROW(k##i##_, r##i##_, a##i##_) }
+#if GPUAGG_ROWS_IN_FLIGHT == 8
+#define GPUAGG_ROWS_STEP(stride, ROW) \
+  GPUAGG_ROW_LOAD(0, stride) GPUAGG_ROW_LOAD(1, stride) GPUAGG_ROW_LOAD(2, stride) GPUAGG_ROW_LOAD(3, stride) \
+  GPUAGG_ROW_LOAD(4, stride) GPUAGG_ROW_LOAD(5, stride) GPUAGG_ROW_LOAD(6, stride) GPUAGG_ROW_LOAD(7, stride) \
+  GPUAGG_ROW_COMBINE(0, ROW) GPUAGG_ROW_COMBINE(1, ROW) GPUAGG_ROW_COMBINE(2, ROW) GPUAGG_ROW_COMBINE(3, ROW) \
+  GPUAGG_ROW_COMBINE(4, ROW) GPUAGG_ROW_COMBINE(5, ROW) GPUAGG_ROW_COMBINE(6, ROW) GPUAGG_ROW_COMBINE(7, ROW)
+#elif GPUAGG_ROWS_IN_FLIGHT == 2
+#define GPUAGG_ROWS_STEP(stride, ROW) \
+  GPUAGG_ROW_LOAD(0, stride) GPUAGG_ROW_LOAD(1, stride) GPUAGG_ROW_COMBINE(0, ROW) GPUAGG_ROW_COMBINE(1, ROW)
+#elif GPUAGG_ROWS_IN_FLIGHT == 1
+#define GPUAGG_ROWS_STEP(stride, ROW) GPUAGG_ROW_LOAD(0, stride) GPUAGG_ROW_COMBINE(0, ROW)
+#else
+#define GPUAGG_ROWS_STEP(stride, ROW) \
+  GPUAGG_ROW_LOAD(0, stride) GPUAGG_ROW_LOAD(1, stride) GPUAGG_ROW_LOAD(2, stride) GPUAGG_ROW_LOAD(3, stride) \
+  GPUAGG_ROW_COMBINE(0, ROW) GPUAGG_ROW_COMBINE(1, ROW) GPUAGG_ROW_COMBINE(2, ROW) GPUAGG_ROW_COMBINE(3, ROW)
+#endif
 #define GPUAGG_FOR_ROWS(first, end, stride, ROW) { \
   ulong row_ = (first); \
-  for (; row_ + 3 * (stride) < (end); row_ += 4 * (stride)) { \
-    const ulong r0_ = row_, r1_ = row_ + (stride), r2_ = row_ + 2 * (stride), r3_ = row_ + 3 * (stride); \
-    const KEY_T k0_ = KEY_LOAD(r0_), k1_ = KEY_LOAD(r1_), k2_ = KEY_LOAD(r2_), k3_ = KEY_LOAD(r3_); \
-    ACC_LOAD_ROW(a0_, r0_) ACC_LOAD_ROW(a1_, r1_) ACC_LOAD_ROW(a2_, r2_) ACC_LOAD_ROW(a3_, r3_) \
-    if (ROW_PASSES(r0_)) { ROW(k0_, r0_, a0_) } \
-    if (ROW_PASSES(r1_)) { ROW(k1_, r1_, a1_) } \
-    if (ROW_PASSES(r2_)) { ROW(k2_, r2_, a2_) } \
-    if (ROW_PASSES(r3_)) { ROW(k3_, r3_, a3_) } \
+  for (; row_ + (GPUAGG_ROWS_IN_FLIGHT - 1) * (stride) < (end); row_ += GPUAGG_ROWS_IN_FLIGHT * (stride)) { \
+    GPUAGG_ROWS_STEP(stride, ROW) \
   } \
   for (; row_ < (end); row_ += (stride)) { \
     const KEY_T k_ = KEY_LOAD(row_); \

@@ -33,10 +33,17 @@ inline bool query_planner::hot_table(const execution_params& params) const {
 
 inline bool query_planner::private_groups(const execution_params& params) const {
   if (params.strategy == strategy_kind::independent) return false;
-  // Opt-in: on the H100 the default plan's TPC-H Q1 at SF 100 ran slower with this build (14.6
-  // against 12.4 ms, the tuner settling on fewer work groups), so the plan does not choose it.
-  return opts_.private_groups.value_or(false);
+  if (opts_.private_groups) return *opts_.private_groups;
+  return params.strategy == strategy_kind::workgroup_local && device_.is_gpu && wide_accumulators() &&
+         profile_.sampled && !profile_.sample_keys.empty() && profile_.sample_keys.size() <= private_groups_max &&
+         profile_.expected_groups <= private_groups_max;
 }
+
+inline bool query_planner::wide_accumulators() const {
+  return shape_.bucket_bytes - shape_.key_bytes >= many_accumulator_bytes;
+}
+
+inline std::uint32_t query_planner::rows_in_flight() const { return wide_accumulators() ? 2 : 4; }
 
 inline std::array<std::uint64_t, query_planner::private_groups_max> query_planner::private_group_keys() const {
   std::array<std::uint64_t, private_groups_max> keys{};
