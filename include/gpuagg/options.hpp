@@ -166,9 +166,11 @@ struct options {
   /// WORKGROUPLOCAL), after a register for the sample's most frequent key. Default: when the key
   /// sample shows one dominant key.
   std::optional<bool> run_cache;
-  /// Keep four groups per work item in private variables, written to the table once per work
-  /// item (SHARED, WORKGROUPLOCAL; without the run cache and the hot-key table), for queries of
-  /// a few groups. Default: off (measured slower than the default plan on TPC-H Q1, SF 100).
+  /// Keep the groups of the key sample's (at most four) keys per work item in private
+  /// variables, written to the table once per work item (SHARED, WORKGROUPLOCAL; without the
+  /// run cache and the hot-key table). Default: on a GPU, for WORKGROUPLOCAL where the sample
+  /// holds at most four keys and a row's accumulators take 32 bytes or more (TPC-H Q1's shape;
+  /// query_planner::private_groups).
   std::optional<bool> private_groups;
   /// Put the sample's most frequent keys in a table in local memory per work group in front of
   /// SHARED's global table (hash schemes; kernels/aggregate.hpp: GPUAGG_HOT_TABLE), so that their updates
