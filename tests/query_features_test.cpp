@@ -243,6 +243,51 @@ TEST_CASE("the WHERE clause at 0%, 50% and 100% of the rows, in every strategy")
   for (std::size_t i = 0; i < r.size(); ++i) CHECK(r.keys[i] != -5);
 }
 
+TEST_CASE("AGGREGATE's rows in flight (1, 2, 4 or 8 a work item): the same groups, wide rows and narrow") {
+  // The plan builds two or four (query_planner::rows_in_flight); GPUAGG_BUILD_OPTIONS may ask
+  // for any of the four, and each step and the rows after the last whole step must combine
+  // every passing row once. Rows of no multiple of eight, so that the remainder runs too.
+  const auto seed = fresh_seed();
+  CAPTURE(seed);
+  std::mt19937_64 rng(seed);
+  const std::size_t rows = 20'011;
+  const auto dictionary = key_dictionary<std::uint32_t>(300, rng);
+  const auto k = draw_keys(dictionary, rows, distribution::uniform, rng);
+  const auto v = random_values<std::int64_t>(rows, rng);
+  std::vector<std::int16_t> day(rows);
+  for (auto& d : day) d = static_cast<std::int16_t>(rng() % 400);
+  // Wide: five 64-bit accumulators (the plan's two rows); narrow: one (its four).
+  const auto wide = select(sum(col<0>), count(), min(col<0>), max(col<0>), sum(col<1>)).where(col<1> <= lit<250>);
+  const auto narrow = select(sum(col<0>)).where(col<1> <= lit<250>);
+  using wide_bound = bound_query<single_key<std::uint32_t>, std::remove_const_t<decltype(wide)>, std::int64_t,
+                                 std::int16_t>;
+  using narrow_bound = bound_query<single_key<std::uint32_t>, std::remove_const_t<decltype(narrow)>, std::int64_t,
+                                   std::int16_t>;
+  const auto expected_wide = reference_group_by<wide_bound>(
+      std::span<const std::uint32_t>(k), std::span<const std::int64_t>(v), std::span<const std::int16_t>(day));
+  const auto expected_narrow = reference_group_by<narrow_bound>(
+      std::span<const std::uint32_t>(k), std::span<const std::int64_t>(v), std::span<const std::int16_t>(day));
+  const char* before = std::getenv("GPUAGG_BUILD_OPTIONS");
+  const std::string saved = before != nullptr ? before : "";
+  for (const int in_flight : {1, 2, 4, 8}) {
+    CAPTURE(in_flight);
+    setenv("GPUAGG_BUILD_OPTIONS", ("-DGPUAGG_ROWS_IN_FLIGHT=" + std::to_string(in_flight)).c_str(), 1);
+    for (const auto strategy : {strategy_kind::shared, strategy_kind::workgroup_local}) {
+      CAPTURE(strategy);
+      options opts;
+      opts.strategy = strategy;
+      opts.config = launch_config{2, 64};  // about 80 rows a work item: many whole steps
+      check_same(group_by(k, values(v, day), wide, opts), expected_wide);
+      check_same(group_by(k, values(v, day), narrow, opts), expected_narrow);
+    }
+  }
+  if (before != nullptr) {
+    setenv("GPUAGG_BUILD_OPTIONS", saved.c_str(), 1);
+  } else {
+    unsetenv("GPUAGG_BUILD_OPTIONS");
+  }
+}
+
 TEST_CASE("comparisons and logic are values too") {
   std::vector<std::uint32_t> k{1, 1, 1, 2, 2};
   std::vector<std::int32_t> v{5, 15, 25, -3, 10};
