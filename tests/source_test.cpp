@@ -77,6 +77,8 @@ TEST_CASE("a query's OpenCL text is exactly as expected: the paper's query") {
         "#define ACC_DECLARE(P) acc0_t P##0 = ACC0_IDENTITY; acc1_t P##1 = ACC1_IDENTITY;\n"
         "#define ACC_ASSIGN(P, Q) P##0 = Q##0; P##1 = Q##1;\n"
         "#define ACC_MERGE_PRIVATE(P, Q) ACC0_COMBINE_private(&P##0, Q##0); ACC1_COMBINE_private(&P##1, Q##1);\n"
+        "#define ACC_MERGE_PRIVATE_IF(P, Q, c) { acc0_t m_ = P##0; ACC0_COMBINE_private(&m_, Q##0); "
+        "P##0 = (c) ? m_ : P##0; } { acc1_t m_ = P##1; ACC1_COMBINE_private(&m_, Q##1); P##1 = (c) ? m_ : P##1; }\n"
         "#define ACC_STORE_LOADED(T, s, P) T##acc0[s] = P##0; T##acc1[s] = P##1;\n"
         "#define ACC_COUNT 2u\n"
         "#define ACC_WORD_BYTES 8u\n"
