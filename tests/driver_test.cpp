@@ -1214,10 +1214,11 @@ TEST_CASE("the host phases of a query are filled, add up to at most its wall tim
   const auto expected = reference(in);
   const auto phases_consistent = [](const query_stats& s) {
     const auto& h = s.host;
-    for (const double phase : {h.sample, h.profile, h.programs, h.buffers, h.enqueue, h.wait, h.growth, h.finalize}) {
+    for (const double phase :
+         {h.sample, h.profile, h.plan, h.programs, h.buffers, h.enqueue, h.wait, h.growth, h.finalize}) {
       CHECK(phase >= 0.0);
     }
-    CHECK(h.sample + h.profile + h.programs + h.buffers <= s.setup_seconds);
+    CHECK(h.sample + h.profile + h.plan + h.programs + h.buffers <= s.setup_seconds);
     CHECK(h.total() <= s.wall_seconds);
     CHECK(s.setup_seconds <= s.wall_seconds);
   };
@@ -1231,6 +1232,7 @@ TEST_CASE("the host phases of a query are filled, add up to at most its wall tim
     phases_consistent(r.stats);
     CHECK(r.stats.host.sample > 0);  // no strategy given: the sample picks it
     CHECK(r.stats.host.profile > 0);
+    CHECK(r.stats.host.plan > 0);
     CHECK(r.stats.host.programs > 0);
     CHECK(r.stats.host.buffers > 0);
     CHECK(r.stats.host.enqueue > 0);

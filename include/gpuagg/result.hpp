@@ -36,6 +36,7 @@ struct host_phase_seconds {
   double sample = 0;    ///< the key sample: gather kernel (device input) and read
   double profile = 0;   ///< the sample's frequency count (estimate, hottest and frequent keys)
   double estimate = 0;  ///< the group estimate's later stages: sketches and their reads
+  double plan = 0;      ///< set-up: the plan, with the kernel limits its making reads (their programs on first use)
   double programs = 0;  ///< set-up: program lookups (and JIT builds), kernels, their limits
   double buffers = 0;   ///< set-up: counters, table, spill area, staging; INITIALIZE's launch
   double enqueue = 0;   ///< per block: staging copies of host input, PARTITION and AGGREGATE launches
@@ -45,7 +46,7 @@ struct host_phase_seconds {
   double dictionary = 0;  ///< keys wider than 64 bits: their dictionary, ids in and keys out
 
   double total() const {
-    return sample + profile + estimate + programs + buffers + enqueue + wait + growth + finalize + dictionary;
+    return sample + profile + estimate + plan + programs + buffers + enqueue + wait + growth + finalize + dictionary;
   }
 };
 

@@ -129,7 +129,10 @@ void aggregation_driver<Bound>::setup() {
   stats_.expected_groups = groups.groups;
   stats_.expected_groups_estimated = estimate;
   stats_.estimate_source = groups.source;
-  make_planner(profile, groups);
+  {
+    const detail::phase_clock planning(stats_.host.plan);
+    make_planner(profile, groups);
+  }
   const std::uint64_t capacity = planner_->initial_table_capacity();
   interleaved_ = planner_->interleaved(capacity);
   const auto private_keys = planner_->private_group_keys();
