@@ -1381,8 +1381,7 @@ TEST_CASE("a large host result's columns are sized while the device aggregates; 
 
   // End to end on PoCL with the rule forced on: the estimate close, far too low (the table grows
   // past the sized rows) and far too high; exact each time, presized only where it fit.
-  const std::string before = mode;
-  setenv("GPUAGG_HOST_STAGING", "always", 1);
+  const scoped_env staging("GPUAGG_HOST_STAGING", "always");
   const auto seed = fresh_seed();
   CAPTURE(seed);
   std::mt19937_64 rng(seed);
@@ -1427,10 +1426,5 @@ TEST_CASE("a large host result's columns are sized while the device aggregates; 
     REQUIRE(r.size() == groups);
     CHECK(r.stats.result_presized);
     check_same(r, reference(big));
-  }
-  if (before.empty()) {
-    unsetenv("GPUAGG_HOST_STAGING");
-  } else {
-    setenv("GPUAGG_HOST_STAGING", before.c_str(), 1);
   }
 }

@@ -267,11 +267,10 @@ TEST_CASE("AGGREGATE's rows in flight (1, 2, 4 or 8 a work item): the same group
       std::span<const std::uint32_t>(k), std::span<const std::int64_t>(v), std::span<const std::int16_t>(day));
   const auto expected_narrow = reference_group_by<narrow_bound>(
       std::span<const std::uint32_t>(k), std::span<const std::int64_t>(v), std::span<const std::int16_t>(day));
-  const char* before = std::getenv("GPUAGG_BUILD_OPTIONS");
-  const std::string saved = before != nullptr ? before : "";
+  const scoped_env build_options("GPUAGG_BUILD_OPTIONS", "");
   for (const int in_flight : {1, 2, 4, 8}) {
     CAPTURE(in_flight);
-    setenv("GPUAGG_BUILD_OPTIONS", ("-DGPUAGG_ROWS_IN_FLIGHT=" + std::to_string(in_flight)).c_str(), 1);
+    build_options.set("-DGPUAGG_ROWS_IN_FLIGHT=" + std::to_string(in_flight));
     for (const auto strategy : {strategy_kind::shared, strategy_kind::workgroup_local}) {
       CAPTURE(strategy);
       options opts;
@@ -280,11 +279,6 @@ TEST_CASE("AGGREGATE's rows in flight (1, 2, 4 or 8 a work item): the same group
       check_same(group_by(k, values(v, day), wide, opts), expected_wide);
       check_same(group_by(k, values(v, day), narrow, opts), expected_narrow);
     }
-  }
-  if (before != nullptr) {
-    setenv("GPUAGG_BUILD_OPTIONS", saved.c_str(), 1);
-  } else {
-    unsetenv("GPUAGG_BUILD_OPTIONS");
   }
 }
 

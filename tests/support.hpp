@@ -14,6 +14,7 @@
 #include <iostream>
 #include <limits>
 #include <map>
+#include <optional>
 #include <random>
 #include <set>
 #include <sstream>
@@ -272,6 +273,30 @@ void check_same(gpuagg::result<Key, Outputs...> actual, const gpuagg::result<Key
         ...);
   }(std::index_sequence_for<Outputs...>{});
 }
+
+/// An environment variable set for a scope: its earlier value, or its absence, comes back when
+/// the scope ends, also when a failed REQUIRE leaves it.
+class scoped_env {
+ public:
+  scoped_env(const char* name, const std::string& value) : name_(name) {
+    if (const char* earlier = std::getenv(name)) earlier_ = earlier;
+    set(value);
+  }
+  scoped_env(const scoped_env&) = delete;
+  scoped_env& operator=(const scoped_env&) = delete;
+  ~scoped_env() {
+    if (earlier_) {
+      setenv(name_, earlier_->c_str(), 1);
+    } else {
+      unsetenv(name_);
+    }
+  }
+  void set(const std::string& value) const { setenv(name_, value.c_str(), 1); }
+
+ private:
+  const char* name_;
+  std::optional<std::string> earlier_;
+};
 
 /// sum, count and min of an int64 column by uint64 keys, and its bound query (the reference's).
 inline const auto sum_count_min =

@@ -493,7 +493,7 @@ class aggregation_driver {
   query_shape shape_;
   std::optional<query_planner> planner_;
   bits_type hot_key_ = 0;  // the sample's most frequent key (the run cache's hot-key register)
-  std::array<bits_type, 4> private_keys_{};  // query_planner::private_group_keys
+  std::array<bits_type, query_planner::private_groups_max> private_keys_{};  // query_planner::private_group_keys
   std::uint64_t spill_capacity_ = 0;
   std::uint64_t live_bytes_ = 0;
   unsigned generation_ = 0;

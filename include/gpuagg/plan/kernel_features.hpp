@@ -46,13 +46,11 @@ inline bool query_planner::wide_accumulators() const {
 inline std::uint32_t query_planner::rows_in_flight() const { return wide_accumulators() ? 2 : 4; }
 
 inline std::array<std::uint64_t, query_planner::private_groups_max> query_planner::private_group_keys() const {
+  // sample_keys are distinct (input_profile): the first of them, the first repeated after.
   std::array<std::uint64_t, private_groups_max> keys{};
-  std::size_t n = 0;
-  const auto add = [&](std::uint64_t key) {
-    if (n < keys.size() && std::find(keys.begin(), keys.begin() + n, key) == keys.begin() + n) keys[n++] = key;
-  };
-  for (const std::uint64_t key : profile_.sample_keys) add(key);
-  for (std::size_t i = n; i < keys.size(); ++i) keys[i] = keys[0];
+  const std::size_t n = std::min(keys.size(), profile_.sample_keys.size());
+  std::copy_n(profile_.sample_keys.begin(), n, keys.begin());
+  std::fill(keys.begin() + n, keys.end(), keys[0]);
   return keys;
 }
 
