@@ -1064,6 +1064,41 @@ TEST_CASE("PARTITION: rows ordered into runs by table region give exact results 
   CHECK(r.stats.partition_seconds > 0);
 }
 
+TEST_CASE("PARTITION in pieces: a block of more rows than a piece's copy runs as several, exact, in less memory") {
+  const auto seed = fresh_seed();
+  CAPTURE(seed);
+  std::mt19937_64 rng(seed);
+  auto& c = ctx();
+  // One device block (256 MiB of 8-byte keys holds them all) of four pieces: a piece's copy
+  // takes half the (small) table's bytes, and 2^20 rows at least.
+  const std::size_t rows = 3 * (std::size_t{1} << 20) + 12'345;
+  for (const distribution d : {distribution::uniform, distribution::heavy_hitter, distribution::sorted_runs}) {
+    const std::string distribution_name = name(d);
+    CAPTURE(distribution_name);
+    const auto in = make_input(rows, 40'000, d, rng);
+    const auto expected = reference(in);
+    cl::Buffer k(c.cl_context(), CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, rows * 8,
+                 const_cast<std::uint64_t*>(in.keys.data()));
+    cl::Buffer v(c.cl_context(), CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, rows * 8,
+                 const_cast<std::int64_t*>(in.vals.data()));
+    for (const auto strategy : {strategy_kind::shared, strategy_kind::workgroup_local}) {
+      CAPTURE(strategy);
+      options opts;
+      opts.strategy = strategy;
+      opts.config = launch_config{2, 64};
+      opts.partitions = 16;
+      const auto r = group_by(device_column<std::uint64_t>(k, rows), device_column<std::int64_t>(v, rows),
+                              sum_count_min, opts);
+      check_equal(r, expected);
+      REQUIRE(r.stats.blocks.size() == 1);
+      CHECK(r.stats.blocks.front().rows == rows);
+      CHECK(r.stats.partition_seconds > 0);
+      // The whole block's copy (16 bytes a row) alone would take more than the query holds.
+      CHECK(r.stats.peak_device_bytes < rows * 16);
+    }
+  }
+}
+
 TEST_CASE("the interleaved global table (key and accumulators in one record): exact, with growth and spills") {
   const auto seed = fresh_seed();
   CAPTURE(seed);

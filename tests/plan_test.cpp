@@ -399,15 +399,42 @@ TEST_CASE("the spill area: every row in flight, or for a restartable query on de
   CHECK(compact.spill_capacity(2048) == 512);
   CHECK(compact.spill_capacity(16) == 4);
   CHECK(compact.spill_capacity(std::uint64_t{1} << 25) == std::uint64_t{1} << 23);
-  // A partitioned first table (2^24 groups: 2^25 16-byte buckets, 512 MiB): blocks whose copy
-  // of 8-byte rows takes half of it; at 2^22 groups (96 MiB) 2^25 rows, the least.
+  // A partitioned first table keeps blocks of 256 MiB and orders them in pieces whose copy of
+  // 8-byte rows takes at most 5/8 of the table: with its spill area (a quarter) the query holds
+  // less than twice the table beside its input. At 2^24 groups (2^25 16-byte buckets, 512
+  // MiB) pieces of up to 320 MiB of rows: two launches of 2^25 rows a block.
   auto large = uniform_input(1 << 24);
   large.restartable = true;
   const auto partitioned = plan(h100(), large);
   REQUIRE(partitioned.partitions(std::uint64_t{1} << 26, std::uint64_t{1} << 25, true) > 1);
-  CHECK(partitioned.block_rows() == ((std::uint64_t{1} << 25) + 1) * 16 / 2 / 8);
-  large.expected_groups = 1 << 22;
-  CHECK(plan(h100(), large).block_rows() == std::uint64_t{1} << 25);
+  CHECK(partitioned.block_rows() == (std::size_t{256} << 20) / 4);
+  CHECK(partitioned.partition_piece_rows(std::uint64_t{1} << 25, true) == ((std::uint64_t{1} << 25) + 1) * 16 / 8 * 5 / 8);
+  CHECK(partitioned.rows_a_launch() == std::uint64_t{1} << 25);
+  for (unsigned log2 = 20; log2 <= 27; ++log2) {
+    CAPTURE(log2);
+    large.expected_groups = std::uint64_t{1} << log2;
+    const auto q = plan(h100(), large);
+    const std::uint64_t capacity = q.initial_table_capacity();
+    const bool layout = q.interleaved(capacity);
+    const std::uint64_t table = q.global_table_bytes(capacity, layout);
+    const std::uint64_t block = std::min<std::uint64_t>(q.block_rows(), large.rows);
+    if (q.partitions(block, capacity, layout) <= 1) {
+      CHECK(q.rows_a_launch() == block);
+      continue;
+    }
+    const std::uint64_t piece = q.partition_piece_rows(capacity, layout);
+    CHECK(piece * 8 <= table / 8 * 5);
+    CHECK(table + q.spill_capacity(capacity) * recorded_shape().bucket_bytes + piece * 8 <= 2 * table);
+    CHECK(q.rows_a_launch() <= piece);
+    CHECK(q.rows_a_launch() * ((block + piece - 1) / piece) >= block);
+  }
+  // A forced partitioning of a small table: pieces of 2^20 rows at least, never more than a block.
+  options forced;
+  forced.partitions = 8;
+  large.expected_groups = 1 << 10;
+  CHECK(plan(h100(), large, forced).partition_piece_rows(2048, false) == query_planner::min_partition_piece_rows);
+  forced.block_bytes = 64 << 10;
+  CHECK(plan(h100(), large, forced).partition_piece_rows(2048, false) == 16384);
   // Never more than the rows in flight: a block_bytes of 64 KiB (16 Ki rows) and two in flight.
   options small;
   small.block_bytes = 64 << 10;
@@ -498,7 +525,7 @@ TEST_CASE("beyond local memory, keys in runs or one dominant key: a partial loca
   }
   // Runs of two rows (2^26 groups), or a key holding 80% of the rows at 2^20 groups: each work
   // group would meet thousands of keys, more than its table holds, and SHARED runs. (At 2^24
-  // groups PARTITION halves the blocks, and with them the keys a work group meets.)
+  // groups PARTITION runs a block in two pieces, and a launch's work groups meet half the keys.)
   CHECK_FALSE(partial(sorted(std::uint64_t{1} << 26)));
   CHECK_FALSE(partial(heavy(std::uint64_t{1} << 20, 0.8)));
   CHECK(partial(heavy(std::uint64_t{1} << 24, 0.8)));

@@ -172,9 +172,22 @@ class query_planner {
   /// (section 2.1: large enough to hide a launch, small enough to overlap the next transfer); for
   /// device input large blocks (fewer launches and per-work-group merges) of 256 MiB: where
   /// the spill area must hold every row in flight (compact_spill false), only as many as keep
-  /// it within min(1 GiB, 1/32 of device memory); where the first table is partitioned, only as
-  /// many as PARTITION's copy of a block keeps within half the table's bytes, 2^25 at least.
+  /// it within min(1 GiB, 1/32 of device memory).
   std::size_t block_rows() const;
+
+  /// Rows PARTITION orders at a time over a global table of `capacity` buckets: a block runs as
+  /// pieces of at most this many rows (each partitioned, then aggregated), so its copy of a
+  /// piece stays within 5/8 of the table's bytes (the table, its spill area of a quarter and the
+  /// copy then hold 1 7/8 tables, an eighth left for the counters and PARTITION's counts), and
+  /// at least min_partition_piece_rows; never more than block_rows. A piece costs its own
+  /// PARTITION and AGGREGATE launches (about 50 us each on an H200), so pieces are as large as
+  /// that bound allows; the block keeps its one wait and tuning step.
+  std::size_t partition_piece_rows(std::uint64_t capacity, bool interleaved_layout) const;
+  static constexpr std::uint64_t min_partition_piece_rows = std::uint64_t{1} << 20;
+  /// The rows one AGGREGATE launch runs: a block's (block_rows(), or all the input's rows if
+  /// fewer, at least 1), or where the first table is partitioned, a piece's: the block split
+  /// into equal pieces of at most partition_piece_rows, as the driver splits it.
+  std::uint64_t rows_a_launch() const;
 
   /// block_rows() and window() of host input, which follow the options and the columns' widths
   /// alone, not the groups: the driver starts the first blocks' copies before it estimates the
@@ -440,10 +453,6 @@ class query_planner {
   /// `config` with its work groups halved while half of them would still give every work item a
   /// row of a block.
   launch_config within_rows(launch_config config) const;
-  /// The rows of a block this input fills: block_rows(), or all its rows if fewer (at least 1).
-  std::uint64_t rows_a_block() const {
-    return std::min<std::uint64_t>(block_rows(), std::max<std::uint64_t>(profile_.rows, 1));
-  }
   /// range_local's range, from the profile's sampled extremes.
   std::optional<range_local_plan> plan_range_local() const;
   /// local_table_bytes of a perfect local table `hash` in `copies` copies.

@@ -307,6 +307,7 @@ class aggregation_driver {
     cl::Event kernel;
     cl::Event meta_read;
     std::vector<cl::Event> partition;  // PARTITION's kernels, when the block was partitioned
+    std::vector<cl::Event> pieces;     // AGGREGATE over the pieces before the last (partition_piece_rows)
     std::vector<cl::Buffer> early;     // its input's buffers, when its copy started before the plan
     std::size_t slot = 0;
     unsigned generation = 0;
@@ -443,8 +444,9 @@ class aggregation_driver {
   }
 
   // ---- PARTITION (driver/partition.hpp) ----
-  void partition(std::vector<cl::Buffer>& inputs, cl_ulong row_begin, cl_ulong row_end, std::uint32_t parts,
-                 const std::vector<cl::Event>& ready, std::vector<cl::Event>& events);
+  std::vector<cl::Buffer> partition(const std::vector<cl::Buffer>& inputs, cl_ulong row_begin, cl_ulong row_end,
+                                    std::uint32_t parts, const std::vector<cl::Event>& ready,
+                                    std::vector<cl::Event>& events);
 
   // ---- growth (driver/growth.hpp) ----
   void grow(std::uint64_t incoming_groups = 0);
@@ -528,7 +530,8 @@ class aggregation_driver {
   cl::Buffer partition_counts_;
   cl::Buffer partition_bases_;
   cl::Buffer partition_total_;
-  std::vector<cl::Buffer> partition_inputs_;   // one block's rows in runs, per column
+  std::vector<cl::Buffer> partition_inputs_;   // one piece's rows in runs, per column
+  std::size_t partition_piece_rows_ = 0;        // rows partition_inputs_ hold
   std::vector<bool> pinned_input_;  // per column: the caller's memory is pinned (no staging)
   struct held_buffer {
     std::uint64_t size_class = 0;  // the pool's

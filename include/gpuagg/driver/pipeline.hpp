@@ -171,13 +171,6 @@ auto aggregation_driver<Bound>::enqueue_rows(const execution_params& params, std
     }
   }
 
-  if (const auto parts = planner_->partitions(count, table_.capacity, table_.interleaved); parts > 1) {
-    partition(inputs, row_begin, row_end, parts, ready, pending.partition);
-    row_begin = 0;
-    row_end = count;
-    ready.clear();
-  }
-
   const kernel_variant variant = planner_->variant_for(params);
   pending.hot_table = variant.hot_table;
   pending.cold_queue = variant.cold_queue;
@@ -204,17 +197,49 @@ auto aggregation_driver<Bound>::enqueue_rows(const execution_params& params, std
     args.run_cache = detail::kernels::run_cache_args<bits_type>{hot_key_, planner_->profile().sampled ? 1u : 0u};
   }
   if (variant.private_groups) args.private_keys = detail::kernels::private_keys_args<bits_type>{private_keys_};
-  // The strategy's own parameters follow (its policy, strategy.hpp).
-  strategy_view view{*this};
-  visit_strategy(params.strategy, [&](auto policy) {
-    detail::bind_arguments(kernel, "AGGREGATE", args, decltype(policy)::aggregate_args(view, params, variant));
-  });
-  const auto& config = params.config;
   // The work-group size was checked against this kernel's cached limit by require_runnable()
   // (or comes from initial_config(), clamped to it): no per-block driver query.
+  const auto& config = params.config;
   const std::size_t local = config.work_group_size;
   const auto global = static_cast<std::size_t>(planner_->total_threads(config));
-  launch(kernel, global, local, "AGGREGATE", &pending.kernel, ready.empty() ? nullptr : &ready);
+  strategy_view view{*this};
+  const auto aggregate = [&](cl::Event* done, const std::vector<cl::Event>* wait) {
+    // The strategy's own parameters follow (its policy, strategy.hpp).
+    visit_strategy(params.strategy, [&](auto policy) {
+      detail::bind_arguments(kernel, "AGGREGATE", args, decltype(policy)::aggregate_args(view, params, variant));
+    });
+    launch(kernel, global, local, "AGGREGATE", done, wait);
+  };
+  if (const auto parts = planner_->partitions(count, table_.capacity, table_.interleaved); parts > 1) {
+    // PARTITION orders the block a piece at a time into one copy, each piece aggregated before
+    // the next is ordered (the queue is in order). The copy holds a full block's equal pieces
+    // (query_planner::rows_a_launch); it is sized on PARTITION's first use (partition()
+    // allocates it then), for the table of that time, and bounds every later block's pieces.
+    if (partition_kernels_.empty()) {
+      const std::uint64_t most = planner_->partition_piece_rows(table_.capacity, table_.interleaved);
+      const std::uint64_t block = std::min<std::uint64_t>(block_rows_, std::max<std::uint64_t>(rows_, count));
+      const std::uint64_t split = (block + most - 1) / most;
+      partition_piece_rows_ = static_cast<std::size_t>((block + split - 1) / split);
+    }
+    const cl_ulong pieces = (count + partition_piece_rows_ - 1) / partition_piece_rows_;
+    const cl_ulong piece_rows = (count + pieces - 1) / pieces;
+    const std::vector<cl::Buffer> block_inputs = inputs;
+    for (cl_ulong begin = row_begin; begin < row_end; begin += piece_rows) {
+      const cl_ulong end = std::min<cl_ulong>(begin + piece_rows, row_end);
+      args.columns = partition(block_inputs, begin, end, parts, ready, pending.partition);
+      ready.clear();
+      args.row_begin = 0;
+      args.row_end = end - begin;
+      if (end < row_end) {
+        pending.pieces.emplace_back();
+        aggregate(&pending.pieces.back(), nullptr);
+      } else {
+        aggregate(&pending.kernel, nullptr);
+      }
+    }
+  } else {
+    aggregate(&pending.kernel, ready.empty() ? nullptr : &ready);
+  }
   detail::check(ctx_.compute_queue().enqueueReadBuffer(meta_, CL_FALSE, 0, detail::meta_words * sizeof(cl_ulong),
                                                        meta_mirror_ + pending.slot * detail::meta_words,
                                                        nullptr, &pending.meta_read),
@@ -232,12 +257,14 @@ double aggregation_driver<Bound>::complete(pending_block& block) {
   // order, so a failure is named by the command that failed.
   (void)block.meta_read.wait();
   settle_deferred();
+  for (const auto& piece : block.pieces) detail::wait_for(piece, "AGGREGATE");
   detail::wait_for(block.kernel, "AGGREGATE");
   detail::wait_for(block.meta_read, "reading the query's counters");
   waiting.stop();
   for (const auto& buffer : block.early) recycle(buffer);
   block.early.clear();
-  const double aggregate = detail::event_seconds(block.kernel);
+  double aggregate = detail::event_seconds(block.kernel);
+  for (const auto& piece : block.pieces) aggregate += detail::event_seconds(piece);
   double partition = 0;
   for (const auto& event : block.partition) partition += detail::event_seconds(event);
   stats_.blocks.push_back({block.params, block.rows, aggregate, partition, block.hot_table, block.cold_queue,

@@ -32,21 +32,24 @@ inline std::size_t query_planner::block_rows() const {
     const std::uint64_t by_spill = spill_budget / (std::uint64_t{shape_.bucket_bytes} * window());
     return static_cast<std::size_t>(std::max<std::uint64_t>(std::min(rows, by_spill), std::uint64_t{1} << 20));
   }
-  // PARTITION copies a block's rows, so where the first table is partitioned a block's copy
-  // stays within half the table's bytes (the table, its spill area and the copy then hold
-  // less than twice the table), but blocks keep 2^25 rows at least: the configurations of
-  // partitioned tables launch many work groups, which on a few million rows cost more than
-  // their rows (at 2^22 groups and 2^27 rows, 22 blocks ran 0.7x as fast as 2).
-  if (!shape_.identity_scheme) {
-    const std::uint64_t capacity = initial_table_capacity();
-    const bool layout = interleaved(capacity);
-    if (partitions(std::min(rows, profile_.rows), capacity, layout) > 1) {
-      const std::uint64_t by_copy =
-          global_table_bytes(capacity, layout) / 2 / std::max<std::uint32_t>(shape_.row_bytes, 1);
-      rows = std::min(rows, std::max<std::uint64_t>(by_copy, std::uint64_t{1} << 25));
-    }
-  }
   return static_cast<std::size_t>(std::max<std::uint64_t>(rows, 1));
+}
+
+inline std::size_t query_planner::partition_piece_rows(std::uint64_t capacity, bool interleaved_layout) const {
+  const std::uint64_t by_copy =
+      global_table_bytes(capacity, interleaved_layout) / 8 * 5 / std::max<std::uint32_t>(shape_.row_bytes, 1);
+  const std::uint64_t rows = std::max<std::uint64_t>(by_copy, min_partition_piece_rows);
+  return static_cast<std::size_t>(std::clamp<std::uint64_t>(rows, 1, block_rows()));
+}
+
+inline std::uint64_t query_planner::rows_a_launch() const {
+  const std::uint64_t block = std::min<std::uint64_t>(block_rows(), std::max<std::uint64_t>(profile_.rows, 1));
+  const std::uint64_t capacity = initial_table_capacity();
+  const bool layout = interleaved(capacity);
+  if (partitions(block, capacity, layout) <= 1) return block;
+  const std::uint64_t piece = partition_piece_rows(capacity, layout);
+  const std::uint64_t pieces = (block + piece - 1) / piece;
+  return (block + pieces - 1) / pieces;
 }
 
 inline std::uint64_t query_planner::spill_capacity(std::uint64_t table_capacity) const {

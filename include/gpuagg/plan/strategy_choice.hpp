@@ -66,15 +66,15 @@ inline launch_config query_planner::fitted(launch_config config, strategy_kind s
 
 inline launch_config query_planner::within_rows(launch_config config) const {
   // The entry's configurations were measured on device input's large blocks; on host input's
-  // 16 MiB blocks (and on short inputs) many of their work items would find no row and still
+  // 16 MiB blocks (and on short inputs and partitioned pieces) many of their work items would find no row and still
   // set up and flush their work group's tables.
-  const std::uint64_t rows = rows_a_block();
+  const std::uint64_t rows = rows_a_launch();
   while (config.work_groups_per_cu > 1 && total_threads(config) / 2 >= rows) config.work_groups_per_cu /= 2;
   return config;
 }
 
 inline double query_planner::keys_per_work_group(const launch_config& config) const {
-  const double per_group = double(rows_a_block()) / double(std::max<std::uint64_t>(total_threads(config), 1)) * config.work_group_size;
+  const double per_group = double(rows_a_launch()) / double(std::max<std::uint64_t>(total_threads(config), 1)) * config.work_group_size;
   double keys = per_group;
   if (profile_.runs_share >= runs_min_share) {
     keys = std::min(keys, per_group * ((1.0 - profile_.runs_share) + 1.0 / config.work_group_size));
