@@ -156,9 +156,10 @@ TEST_CASE_TEMPLATE("hash functions: the host version matches the OpenCL one, and
   check_hash_agrees<Bits, murmur3_finalizer>();
 }
 
-TEST_CASE("PARTITION's kernels order a block's rows into runs by table region, losing and duplicating none") {
-  // COUNT, SCAN (twice) and SCATTER as the driver enqueues them (driver.hpp: partition), on a
-  // row range that starts past 0 and tiles that do not divide it; each value names its row.
+TEST_CASE("PARTITION's kernels order a block's rows into runs by table region, piece by piece, losing and duplicating none") {
+  // COUNT and SCAN (twice) over the whole block, then SCATTER piece by piece, as the driver
+  // enqueues them (driver/partition.hpp), on a row range that starts past 0, tiles that do not
+  // divide it and a last piece shorter than the others; each value names its row.
   using bound = bound_query<single_key<std::uint32_t>, decltype(select(sum(col<0>))), std::uint32_t>;
   auto& c = ctx();
   const cl::Program program = c.program(program_source<bound, shared_strategy>.view());
@@ -178,74 +179,90 @@ TEST_CASE("PARTITION's kernels order a block's rows into runs by table region, l
   keys[first + 1] = 0;
   const unsigned bits = 16;
   const std::uint32_t capacity = 1u << bits;
-  for (const std::uint32_t parts : {1u, 64u, 1024u}) {
-    CAPTURE(parts);
-    const std::uint32_t region = capacity / parts;
-    const std::size_t local = 64, tiles = 37;
-    const std::uint64_t tile_rows = (rows + tiles - 1) / tiles;
-    const auto buffer = [&](std::vector<std::uint32_t>* data, std::size_t n) {
-      return data ? cl::Buffer(c.cl_context(), CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, n * 4, data->data())
-                  : cl::Buffer(c.cl_context(), CL_MEM_READ_WRITE, std::max<std::size_t>(n, 1) * 4);
-    };
-    cl::Buffer key_in = buffer(&keys, total), val_in = buffer(&vals, total);
-    cl::Buffer counts = buffer(nullptr, parts * tiles), bases = buffer(nullptr, parts), sum = buffer(nullptr, 1);
-    cl::Buffer key_out = buffer(nullptr, rows), val_out = buffer(nullptr, rows);
-    const auto params = [&](cl::Kernel& k, cl_uint at) {
-      k.setArg(at++, cl_ulong(first));
-      k.setArg(at++, cl_ulong(total));
-      k.setArg(at++, cl_ulong(tile_rows));
-      k.setArg(at++, cl_uint(bits));
-      k.setArg(at++, cl_uint(capacity));
-      k.setArg(at++, cl_uint(0));
-      k.setArg(at++, cl_uint(region));
-      k.setArg(at++, cl_uint(parts));
-      return at;
-    };
-    auto& queue = c.compute_queue();
-    count.setArg(0, key_in);
-    count.setArg(params(count, 1), counts);
-    REQUIRE(queue.enqueueNDRangeKernel(count, cl::NullRange, cl::NDRange(tiles * local), cl::NDRange(local)) ==
-            CL_SUCCESS);
-    scan.setArg(0, counts);
-    scan.setArg(1, cl_uint(tiles));
-    scan.setArg(2, bases);
-    scan.setArg(3, cl::Local(local * 4));
-    REQUIRE(queue.enqueueNDRangeKernel(scan, cl::NullRange, cl::NDRange(parts * local), cl::NDRange(local)) ==
-            CL_SUCCESS);
-    scan.setArg(0, bases);
-    scan.setArg(1, cl_uint(parts));
-    scan.setArg(2, sum);
-    REQUIRE(queue.enqueueNDRangeKernel(scan, cl::NullRange, cl::NDRange(local), cl::NDRange(local)) == CL_SUCCESS);
-    scatter.setArg(0, key_in);
-    scatter.setArg(1, val_in);
-    cl_uint at = params(scatter, 2);
-    scatter.setArg(at++, counts);
-    scatter.setArg(at++, bases);
-    scatter.setArg(at++, key_out);
-    scatter.setArg(at++, val_out);
-    REQUIRE(queue.enqueueNDRangeKernel(scatter, cl::NullRange, cl::NDRange(tiles * local), cl::NDRange(local)) ==
-            CL_SUCCESS);
-    std::vector<std::uint32_t> got_keys(rows), got_vals(rows), grand(1);
-    queue.enqueueReadBuffer(key_out, CL_TRUE, 0, rows * 4, got_keys.data());
-    queue.enqueueReadBuffer(val_out, CL_TRUE, 0, rows * 4, got_vals.data());
-    queue.enqueueReadBuffer(sum, CL_TRUE, 0, 4, grand.data());
-    CHECK(grand[0] == rows);
-    std::vector<std::uint8_t> seen(total, 0);
-    std::size_t wrong = 0, repeated = 0, out_of_order = 0;
-    std::uint32_t previous_run = 0;
-    for (std::size_t i = 0; i < rows; ++i) {
-      const std::uint32_t row = got_vals[i];
-      if (row < first || row >= total || got_keys[i] != keys[row]) {
-        ++wrong;
-        continue;
+  for (const std::uint32_t pieces : {1u, 3u}) {
+    for (const std::uint32_t parts : {1u, 64u, 1024u}) {
+      CAPTURE(pieces);
+      CAPTURE(parts);
+      const std::uint32_t region = capacity / parts;
+      const std::size_t local = 64, tiles = 37;
+      const std::uint64_t tile_rows = (rows + pieces * tiles - 1) / (pieces * tiles);
+      const std::uint64_t piece_rows = tiles * tile_rows;
+      const auto buffer = [&](std::vector<std::uint32_t>* data, std::size_t n) {
+        return data ? cl::Buffer(c.cl_context(), CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, n * 4, data->data())
+                    : cl::Buffer(c.cl_context(), CL_MEM_READ_WRITE, std::max<std::size_t>(n, 1) * 4);
+      };
+      cl::Buffer key_in = buffer(&keys, total), val_in = buffer(&vals, total);
+      cl::Buffer counts = buffer(nullptr, pieces * parts * tiles), bases = buffer(nullptr, pieces * parts),
+                 sums = buffer(nullptr, pieces);
+      cl::Buffer key_out = buffer(nullptr, piece_rows), val_out = buffer(nullptr, piece_rows);
+      const auto params = [&](cl::Kernel& k, cl_uint at, std::uint64_t begin, std::uint64_t end, std::uint32_t piece) {
+        k.setArg(at++, cl_ulong(begin));
+        k.setArg(at++, cl_ulong(end));
+        k.setArg(at++, cl_ulong(tile_rows));
+        k.setArg(at++, cl_uint(bits));
+        k.setArg(at++, cl_uint(capacity));
+        k.setArg(at++, cl_uint(0));
+        k.setArg(at++, cl_uint(region));
+        k.setArg(at++, cl_uint(parts));
+        k.setArg(at++, cl_uint(tiles));
+        k.setArg(at++, cl_uint(piece));
+        return at;
+      };
+      auto& queue = c.compute_queue();
+      count.setArg(0, key_in);
+      count.setArg(params(count, 1, first, total, 0), counts);
+      REQUIRE(queue.enqueueNDRangeKernel(count, cl::NullRange, cl::NDRange(pieces * tiles * local),
+                                         cl::NDRange(local)) == CL_SUCCESS);
+      scan.setArg(0, counts);
+      scan.setArg(1, cl_uint(tiles));
+      scan.setArg(2, bases);
+      scan.setArg(3, cl::Local(local * 4));
+      REQUIRE(queue.enqueueNDRangeKernel(scan, cl::NullRange, cl::NDRange(pieces * parts * local),
+                                         cl::NDRange(local)) == CL_SUCCESS);
+      scan.setArg(0, bases);
+      scan.setArg(1, cl_uint(parts));
+      scan.setArg(2, sums);
+      REQUIRE(queue.enqueueNDRangeKernel(scan, cl::NullRange, cl::NDRange(pieces * local), cl::NDRange(local)) ==
+              CL_SUCCESS);
+      std::vector<std::uint32_t> grand(pieces);
+      queue.enqueueReadBuffer(sums, CL_TRUE, 0, pieces * 4, grand.data());
+      std::vector<std::uint8_t> seen(total, 0);
+      for (std::uint32_t piece = 0; piece < pieces; ++piece) {
+        CAPTURE(piece);
+        const std::uint64_t begin = first + piece * piece_rows;
+        const std::uint64_t end = std::min<std::uint64_t>(begin + piece_rows, total);
+        const std::size_t n = end - begin;
+        CHECK(grand[piece] == n);
+        scatter.setArg(0, key_in);
+        scatter.setArg(1, val_in);
+        cl_uint at = params(scatter, 2, begin, end, piece);
+        scatter.setArg(at++, counts);
+        scatter.setArg(at++, bases);
+        scatter.setArg(at++, key_out);
+        scatter.setArg(at++, val_out);
+        REQUIRE(queue.enqueueNDRangeKernel(scatter, cl::NullRange, cl::NDRange(tiles * local), cl::NDRange(local)) ==
+                CL_SUCCESS);
+        std::vector<std::uint32_t> got_keys(n), got_vals(n);
+        queue.enqueueReadBuffer(key_out, CL_TRUE, 0, n * 4, got_keys.data());
+        queue.enqueueReadBuffer(val_out, CL_TRUE, 0, n * 4, got_vals.data());
+        std::size_t wrong = 0, repeated = 0, out_of_order = 0;
+        std::uint32_t previous_run = 0;
+        for (std::size_t i = 0; i < n; ++i) {
+          const std::uint32_t row = got_vals[i];
+          if (row < begin || row >= end || got_keys[i] != keys[row]) {
+            ++wrong;
+            continue;
+          }
+          repeated += seen[row]++;
+          const std::uint32_t run = std::min(multiply_shift::home(got_keys[i], bits) / region, parts - 1);
+          out_of_order += run < previous_run;
+          previous_run = run;
+        }
+        CHECK(wrong == 0);
+        CHECK(repeated == 0);
+        CHECK(out_of_order == 0);
       }
-      repeated += seen[row]++;
-      const std::uint32_t run = std::min(multiply_shift::home(got_keys[i], bits) / region, parts - 1);
-      out_of_order += run < previous_run;
-      previous_run = run;
+      CHECK(std::count(seen.begin() + first, seen.end(), 1) == std::ptrdiff_t(rows));
     }
-    CHECK(wrong == 0);
-    CHECK(repeated == 0);
-    CHECK(out_of_order == 0);
   }
 }

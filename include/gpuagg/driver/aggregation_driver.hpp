@@ -444,9 +444,26 @@ class aggregation_driver {
   }
 
   // ---- PARTITION (driver/partition.hpp) ----
-  std::vector<cl::Buffer> partition(const std::vector<cl::Buffer>& inputs, cl_ulong row_begin, cl_ulong row_end,
-                                    std::uint32_t parts, const std::vector<cl::Event>& ready,
-                                    std::vector<cl::Event>& events);
+  /// A block PARTITION counted: `pieces` pieces of `tiles` tiles of `tile_rows` rows each (the
+  /// last piece may be shorter or, past the block's end, empty).
+  struct partition_layout {
+    cl_ulong row_begin = 0;
+    cl_ulong row_end = 0;
+    std::uint32_t parts = 1;
+    std::uint64_t pieces = 1;
+    std::uint64_t tiles = 1;
+    std::uint64_t tile_rows = 1;
+    detail::kernels::partition_params<bits_type> params;
+    cl_ulong piece_begin(std::uint64_t piece) const {
+      return std::min<cl_ulong>(row_begin + piece * tiles * tile_rows, row_end);
+    }
+    cl_ulong piece_end(std::uint64_t piece) const { return piece_begin(piece + 1); }
+  };
+  partition_layout partition_count(const std::vector<cl::Buffer>& inputs, cl_ulong row_begin, cl_ulong row_end,
+                                   std::uint32_t parts, const std::vector<cl::Event>& ready,
+                                   std::vector<cl::Event>& events);
+  std::vector<cl::Buffer> partition_scatter(const std::vector<cl::Buffer>& inputs, const partition_layout& layout,
+                                            std::uint64_t piece, std::vector<cl::Event>& events);
 
   // ---- growth (driver/growth.hpp) ----
   void grow(std::uint64_t incoming_groups = 0);
@@ -531,7 +548,8 @@ class aggregation_driver {
   cl::Buffer partition_bases_;
   cl::Buffer partition_total_;
   std::vector<cl::Buffer> partition_inputs_;   // one piece's rows in runs, per column
-  std::size_t partition_piece_rows_ = 0;        // rows partition_inputs_ hold
+  std::size_t partition_piece_rows_ = 0;        // rows of a piece (partition_inputs_ hold a tile's more)
+  std::uint64_t partition_pieces_ = 1;          // most pieces of a block (PARTITION's bases and totals)
   std::vector<bool> pinned_input_;  // per column: the caller's memory is pinned (no staging)
   struct held_buffer {
     std::uint64_t size_class = 0;  // the pool's

@@ -14,7 +14,9 @@ inline constexpr fixed_string partition_kernels{R"CLC(// PARTITION (beyond the p
 // region), so that the rows that update one region arrive together and find it cached. Three
 // kernels: COUNT (a histogram of the runs per tile of rows), SCAN (run by run, the exclusive
 // prefix over tiles; run again over the runs' totals for their bases) and SCATTER (every row to
-// its run, in no particular order within it). AGGREGATE then reads the ordered copy.
+// its run, in no particular order within it). AGGREGATE then reads the ordered copy. A block
+// is ordered a piece at a time (its copy holds one piece), and counted and scanned once: each
+// piece has `piece_tiles` tiles, and COUNT and SCAN keep each piece's counts and bases apart.
 #define GPUAGG_MAX_PARTS 1024u
 inline uint gpuagg_part(KEY_T k, uint bits, uint capacity, KEY_T key_min, uint region, uint parts) {
   const uint b = gpuagg_home(k, bits, capacity, key_min);
@@ -23,9 +25,10 @@ inline uint gpuagg_part(KEY_T k, uint bits, uint capacity, KEY_T key_min, uint r
 
 #define GPUAGG_PARTITION_PARAMS \
   const ulong row_begin, const ulong row_end, const ulong tile_rows, const uint bits, const uint capacity, \
-  const KEY_T key_min, const uint region, const uint parts
+  const KEY_T key_min, const uint region, const uint parts, const uint piece_tiles, const uint piece
 
-// Tile t (work group t) holds rows [row_begin + t * tile_rows, + tile_rows); counts[p * tiles + t].
+// Tile t (work group t) holds rows [row_begin + t * tile_rows, + tile_rows), tile t % piece_tiles
+// of piece t / piece_tiles: counts[(piece * parts + p) * piece_tiles + t % piece_tiles].
 __kernel void gpuagg_partition_count(KEY_PARAMS, GPUAGG_PARTITION_PARAMS, __global uint* restrict counts) {
   __local uint hist[GPUAGG_MAX_PARTS];
   const uint tile = get_group_id(0);
@@ -37,7 +40,8 @@ __kernel void gpuagg_partition_count(KEY_PARAMS, GPUAGG_PARTITION_PARAMS, __glob
     atomic_inc(&hist[gpuagg_part(KEY_LOAD(row), bits, capacity, key_min, region, parts)]);
   }
   barrier(CLK_LOCAL_MEM_FENCE);
-  for (uint p = get_local_id(0); p < parts; p += get_local_size(0)) counts[p * get_num_groups(0) + tile] = hist[p];
+  const ulong first = (ulong)(tile / piece_tiles) * parts * piece_tiles + tile % piece_tiles;
+  for (uint p = get_local_id(0); p < parts; p += get_local_size(0)) counts[first + (ulong)p * piece_tiles] = hist[p];
 }
 
 // An exclusive prefix sum of data[0, n) by the work group, in global or local memory; returns
@@ -81,8 +85,9 @@ __kernel void gpuagg_partition_scan(__global uint* restrict data, const uint n, 
   if (get_local_id(0) == 0) totals[get_group_id(0)] = total;
 }
 
-// Every row of tile t to its run: run p starts at bases[p], and this tile's part of it at
-// counts[p * tiles + t] after that (both scanned). The tile goes in chunks of 8 rows per work
+// Every row of tile t of piece `piece` (rows [row_begin, row_end) are the piece's) to its run:
+// run p starts at bases[piece * parts + p], and this tile's part of it at
+// counts[(piece * parts + p) * piece_tiles + t] after that (both scanned). The tile goes in chunks of 8 rows per work
 // item, each sorted by run in local memory first (a counting sort), so that neighbouring work
 // items write neighbouring elements of a run instead of one element of 32 different runs.
 #define GPUAGG_PART_ROWS_PER_ITEM 8u
@@ -99,7 +104,10 @@ __kernel void gpuagg_partition_scatter(KEY_PARAMS VALUE_PARAMS, GPUAGG_PARTITION
   const uint lid = get_local_id(0);
   const uint width = get_local_size(0);
   const uint chunk = width * GPUAGG_PART_ROWS_PER_ITEM;
-  for (uint p = lid; p < parts; p += width) next[p] = bases[p] + counts[p * get_num_groups(0) + tile];
+  for (uint p = lid; p < parts; p += width) {
+    const ulong run = (ulong)piece * parts + p;
+    next[p] = bases[run] + counts[run * piece_tiles + tile];
+  }
   const ulong begin = row_begin + tile * tile_rows;
   const ulong end = min(begin + tile_rows, row_end);
   for (ulong chunk_begin = begin; chunk_begin < end; chunk_begin += chunk) {
@@ -151,6 +159,8 @@ struct partition_params {
   Bits key_min = 0;
   std::uint32_t region = 0;  ///< buckets per run
   std::uint32_t parts = 1;
+  std::uint32_t piece_tiles = 1;  ///< tiles of each piece
+  std::uint32_t piece = 0;        ///< SCATTER: the piece [row_begin, row_end) is
   template <class F>
   void for_each(F& f) const {
     f(row_begin);
@@ -161,6 +171,8 @@ struct partition_params {
     f(key_min);
     f(region);
     f(parts);
+    f(piece_tiles);
+    f(piece);
   }
 };
 
