@@ -550,6 +550,7 @@ class aggregation_driver {
   std::vector<cl::Buffer> partition_inputs_;   // one piece's rows in runs, per column
   std::size_t partition_piece_rows_ = 0;        // rows of a piece (partition_inputs_ hold a tile's more)
   std::uint64_t partition_pieces_ = 1;          // most pieces of a block (PARTITION's bases and totals)
+  std::uint64_t partition_count_words_ = 0;     // PARTITION's counts: pieces x runs x tiles at most
   std::vector<bool> pinned_input_;  // per column: the caller's memory is pinned (no staging)
   struct held_buffer {
     std::uint64_t size_class = 0;  // the pool's

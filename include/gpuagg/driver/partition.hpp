@@ -34,10 +34,12 @@ auto aggregation_driver<Bound>::partition_count(const std::vector<cl::Buffer>& i
     partition_local_ = detail::power_of_two_below(limit);
     partition_tiles_ = std::uint64_t{ctx_.info().compute_units} * 8;
     // Every piece's counts within what one piece of partition_tiles_ tiles of max_partitions
-    // runs takes (fewer tiles a piece where there are many pieces); bases and totals per piece.
+    // runs takes (fewer tiles a piece where there are many pieces), and a tile a run of every
+    // piece at least; bases and totals per piece.
     const std::uint64_t block = std::min<std::uint64_t>(block_rows_, std::max<std::uint64_t>(rows_, rows));
     partition_pieces_ = (block + partition_piece_rows_ - 1) / partition_piece_rows_;
-    partition_counts_ = allocate(partition_tiles_ * detail::max_partitions * sizeof(cl_uint), "PARTITION's counts");
+    partition_count_words_ = std::max(partition_tiles_, partition_pieces_) * detail::max_partitions;
+    partition_counts_ = allocate(partition_count_words_ * sizeof(cl_uint), "PARTITION's counts");
     partition_bases_ = allocate(partition_pieces_ * detail::max_partitions * sizeof(cl_uint), "PARTITION's bases");
     partition_total_ = allocate(partition_pieces_ * sizeof(cl_uint), "PARTITION's totals");
     for (const auto& column : columns_) {
@@ -53,8 +55,7 @@ auto aggregation_driver<Bound>::partition_count(const std::vector<cl::Buffer>& i
   const std::uint64_t per_piece = (rows + layout.pieces - 1) / layout.pieces;
   layout.tiles = std::clamp<std::uint64_t>((per_piece + partition_local_ * 16 - 1) / (partition_local_ * 16), 1,
                                            partition_tiles_);
-  layout.tiles = std::clamp<std::uint64_t>(partition_tiles_ * detail::max_partitions / (layout.pieces * parts), 1,
-                                           layout.tiles);
+  layout.tiles = std::clamp<std::uint64_t>(partition_count_words_ / (layout.pieces * parts), 1, layout.tiles);
   // Pieces of whole tiles: a piece is at most per_piece + tiles - 1 rows, which its copy holds.
   layout.tile_rows = (rows + layout.pieces * layout.tiles - 1) / (layout.pieces * layout.tiles);
   const std::uint64_t region = (table_.capacity + parts - 1) / parts;
