@@ -180,13 +180,15 @@ class query_planner {
   /// piece stays within 5/8 of the table's bytes (the table, its spill area of a quarter and the
   /// copy then hold 1 7/8 tables, an eighth left for the counters and PARTITION's counts), and
   /// at least min_partition_piece_rows; never more than block_rows. A piece costs its own
-  /// PARTITION and AGGREGATE launches (about 50 us each on an H200), so pieces are as large as
-  /// that bound allows; the block keeps its one wait and tuning step.
+  /// SCATTER and AGGREGATE launches, so pieces are as large as that bound allows; the block
+  /// keeps its one COUNT and SCAN, its one wait and its tuning step.
   std::size_t partition_piece_rows(std::uint64_t capacity, bool interleaved_layout) const;
   static constexpr std::uint64_t min_partition_piece_rows = std::uint64_t{1} << 20;
+  /// Rows of each of the equal pieces a block of `block` rows splits into, each at most
+  /// partition_piece_rows: the driver's pieces, and what its copy holds.
+  std::uint64_t equal_piece_rows(std::uint64_t block, std::uint64_t capacity, bool interleaved_layout) const;
   /// The rows one AGGREGATE launch runs: a block's (block_rows(), or all the input's rows if
-  /// fewer, at least 1), or where the first table is partitioned, a piece's: the block split
-  /// into equal pieces of at most partition_piece_rows, as the driver splits it.
+  /// fewer, at least 1), or where the first table is partitioned, a piece's (equal_piece_rows).
   std::uint64_t rows_a_launch() const;
 
   /// block_rows() and window() of host input, which follow the options and the columns' widths

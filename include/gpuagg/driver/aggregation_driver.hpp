@@ -444,18 +444,14 @@ class aggregation_driver {
   }
 
   // ---- PARTITION (driver/partition.hpp) ----
-  /// A block PARTITION counted: `pieces` pieces of `tiles` tiles of `tile_rows` rows each (the
-  /// last piece may be shorter or, past the block's end, empty).
+  /// A block PARTITION counted, rows [params.row_begin, params.row_end): `pieces` pieces of
+  /// params.piece_tiles tiles of params.tile_rows rows each (the last piece may be shorter or,
+  /// past the block's end, empty).
   struct partition_layout {
-    cl_ulong row_begin = 0;
-    cl_ulong row_end = 0;
-    std::uint32_t parts = 1;
     std::uint64_t pieces = 1;
-    std::uint64_t tiles = 1;
-    std::uint64_t tile_rows = 1;
     detail::kernels::partition_params<bits_type> params;
     cl_ulong piece_begin(std::uint64_t piece) const {
-      return std::min<cl_ulong>(row_begin + piece * tiles * tile_rows, row_end);
+      return std::min<cl_ulong>(params.row_begin + piece * params.piece_tiles * params.tile_rows, params.row_end);
     }
     cl_ulong piece_end(std::uint64_t piece) const { return piece_begin(piece + 1); }
   };

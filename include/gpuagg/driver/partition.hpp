@@ -15,7 +15,7 @@
 namespace gpuagg {
 
 /// Counts and scans rows [row_begin, row_end) of `inputs`, a block, for PARTITION in pieces of
-/// at most partition_piece_rows_ (+ one row per tile): which of `parts` runs each row's home
+/// at most partition_piece_rows_ (+ a row per tile): which of `parts` runs each row's home
 /// bucket's region of the table puts it in, per tile of each piece, and where each piece's runs
 /// begin. Three kernels for the whole block; the first waits for `ready`; their events are
 /// appended to `events`. partition_scatter then orders each piece.
@@ -36,7 +36,11 @@ auto aggregation_driver<Bound>::partition_count(const std::vector<cl::Buffer>& i
     // Every piece's counts within what one piece of partition_tiles_ tiles of max_partitions
     // runs takes (fewer tiles a piece where there are many pieces), and a tile a run of every
     // piece at least; bases and totals per piece.
+    // The copy holds a full block's equal pieces (query_planner::equal_piece_rows), for the
+    // table of PARTITION's first use, and bounds every later block's pieces.
     const std::uint64_t block = std::min<std::uint64_t>(block_rows_, std::max<std::uint64_t>(rows_, rows));
+    partition_piece_rows_ =
+        static_cast<std::size_t>(planner_->equal_piece_rows(block, table_.capacity, table_.interleaved));
     partition_pieces_ = (block + partition_piece_rows_ - 1) / partition_piece_rows_;
     partition_count_words_ = std::max(partition_tiles_, partition_pieces_) * detail::max_partitions;
     partition_counts_ = allocate(partition_count_words_ * sizeof(cl_uint), "PARTITION's counts");
@@ -48,27 +52,24 @@ auto aggregation_driver<Bound>::partition_count(const std::vector<cl::Buffer>& i
     }
   }
   partition_layout layout;
-  layout.row_begin = row_begin;
-  layout.row_end = row_end;
-  layout.parts = parts;
   layout.pieces = std::min<std::uint64_t>((rows + partition_piece_rows_ - 1) / partition_piece_rows_, partition_pieces_);
   const std::uint64_t per_piece = (rows + layout.pieces - 1) / layout.pieces;
-  layout.tiles = std::clamp<std::uint64_t>((per_piece + partition_local_ * 16 - 1) / (partition_local_ * 16), 1,
-                                           partition_tiles_);
-  layout.tiles = std::clamp<std::uint64_t>(partition_count_words_ / (layout.pieces * parts), 1, layout.tiles);
+  std::uint64_t tiles = std::clamp<std::uint64_t>((per_piece + partition_local_ * 16 - 1) / (partition_local_ * 16), 1,
+                                                  partition_tiles_);
+  tiles = std::clamp<std::uint64_t>(partition_count_words_ / (layout.pieces * parts), 1, tiles);
   // Pieces of whole tiles: a piece is at most per_piece + tiles - 1 rows, which its copy holds.
-  layout.tile_rows = (rows + layout.pieces * layout.tiles - 1) / (layout.pieces * layout.tiles);
+  const std::uint64_t tile_rows = (rows + layout.pieces * tiles - 1) / (layout.pieces * tiles);
   const std::uint64_t region = (table_.capacity + parts - 1) / parts;
   auto& params = layout.params;
   params.row_begin = row_begin;
   params.row_end = row_end;
-  params.tile_rows = layout.tile_rows;
+  params.tile_rows = tile_rows;
   params.bits = table_.bits;
   params.capacity = static_cast<std::uint32_t>(table_.capacity);
   params.key_min = key_min();
   params.region = static_cast<std::uint32_t>(region);
   params.parts = parts;
-  params.piece_tiles = static_cast<std::uint32_t>(layout.tiles);
+  params.piece_tiles = static_cast<std::uint32_t>(tiles);
   params.piece = 0;
   const std::size_t local = partition_local_;
   const std::size_t e = events.size();
@@ -79,13 +80,13 @@ auto aggregation_driver<Bound>::partition_count(const std::vector<cl::Buffer>& i
   count_args.counts = partition_counts_;
   auto& count = partition_kernels_[0];
   detail::bind_arguments(count, "PARTITION (count)", count_args);
-  launch(count, layout.pieces * layout.tiles * local, local, "PARTITION (count)", &events[e],
+  launch(count, layout.pieces * tiles * local, local, "PARTITION (count)", &events[e],
          ready.empty() ? nullptr : &ready);
   // SCAN twice: each run's tiles of each piece (a work group per run of a piece), then each
   // piece's runs' totals into their bases (a work group per piece).
   auto& scan = partition_kernels_[1];
   detail::kernels::partition_scan_args<cl::Buffer> tiles_scan{
-      partition_counts_, static_cast<std::uint32_t>(layout.tiles), partition_bases_, {local * sizeof(cl_uint)}};
+      partition_counts_, static_cast<std::uint32_t>(tiles), partition_bases_, {local * sizeof(cl_uint)}};
   detail::bind_arguments(scan, "PARTITION (scan)", tiles_scan);
   launch(scan, layout.pieces * parts * local, local, "PARTITION (scan)", &events[e + 1]);
   detail::kernels::partition_scan_args<cl::Buffer> bases_scan{partition_bases_, parts, partition_total_,
@@ -115,7 +116,7 @@ std::vector<cl::Buffer> aggregation_driver<Bound>::partition_scatter(const std::
   auto& scatter = partition_kernels_[2];
   detail::bind_arguments(scatter, "PARTITION (scatter)", scatter_args);
   events.emplace_back();
-  launch(scatter, layout.tiles * partition_local_, partition_local_, "PARTITION (scatter)", &events.back());
+  launch(scatter, layout.params.piece_tiles * partition_local_, partition_local_, "PARTITION (scatter)", &events.back());
   return partition_inputs_;
 }
 

@@ -211,24 +211,15 @@ auto aggregation_driver<Bound>::enqueue_rows(const execution_params& params, std
     launch(kernel, global, local, "AGGREGATE", done, wait);
   };
   if (const auto parts = planner_->partitions(count, table_.capacity, table_.interleaved); parts > 1) {
-    // PARTITION orders the block a piece at a time into one copy, each piece aggregated before
-    // the next is ordered (the queue is in order). The copy holds a full block's equal pieces
-    // (query_planner::rows_a_launch); it is sized on PARTITION's first use (partition_count()
-    // allocates it then), for the table of that time, and bounds every later block's pieces.
-    if (partition_kernels_.empty()) {
-      const std::uint64_t most = planner_->partition_piece_rows(table_.capacity, table_.interleaved);
-      const std::uint64_t block = std::min<std::uint64_t>(block_rows_, std::max<std::uint64_t>(rows_, count));
-      const std::uint64_t split = (block + most - 1) / most;
-      partition_piece_rows_ = static_cast<std::size_t>((block + split - 1) / split);
-    }
-    const std::vector<cl::Buffer> block_inputs = inputs;
-    const auto layout = partition_count(block_inputs, row_begin, row_end, parts, ready, pending.partition);
+    // PARTITION counts the block once, then orders it a piece at a time into one copy, each
+    // piece aggregated before the next is ordered (the queue is in order).
+    const auto layout = partition_count(inputs, row_begin, row_end, parts, ready, pending.partition);
     ready.clear();
     for (std::uint64_t piece = 0; piece < layout.pieces; ++piece) {
       const cl_ulong begin = layout.piece_begin(piece);
       const cl_ulong end = layout.piece_end(piece);
       if (begin == end) break;
-      args.columns = partition_scatter(block_inputs, layout, piece, pending.partition);
+      args.columns = partition_scatter(inputs, layout, piece, pending.partition);
       args.row_begin = 0;
       args.row_end = end - begin;
       if (end < row_end) {

@@ -87,9 +87,10 @@ __kernel void gpuagg_partition_scan(__global uint* restrict data, const uint n, 
 
 // Every row of tile t of piece `piece` (rows [row_begin, row_end) are the piece's) to its run:
 // run p starts at bases[piece * parts + p], and this tile's part of it at
-// counts[(piece * parts + p) * piece_tiles + t] after that (both scanned). The tile goes in chunks of 8 rows per work
-// item, each sorted by run in local memory first (a counting sort), so that neighbouring work
-// items write neighbouring elements of a run instead of one element of 32 different runs.
+// counts[(piece * parts + p) * piece_tiles + t] after that (both scanned). The tile goes in
+// chunks of 8 rows per work item, each sorted by run in local memory first (a counting sort),
+// so that neighbouring work items write neighbouring elements of a run instead of one element
+// of 32 different runs.
 #define GPUAGG_PART_ROWS_PER_ITEM 8u
 #define GPUAGG_PART_CHUNK_MAX 2048u
 __kernel void gpuagg_partition_scatter(KEY_PARAMS VALUE_PARAMS, GPUAGG_PARTITION_PARAMS,

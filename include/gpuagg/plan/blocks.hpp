@@ -42,14 +42,19 @@ inline std::size_t query_planner::partition_piece_rows(std::uint64_t capacity, b
   return static_cast<std::size_t>(std::clamp<std::uint64_t>(rows, 1, block_rows()));
 }
 
+inline std::uint64_t query_planner::equal_piece_rows(std::uint64_t block, std::uint64_t capacity,
+                                                     bool interleaved_layout) const {
+  const std::uint64_t most = partition_piece_rows(capacity, interleaved_layout);
+  const std::uint64_t pieces = std::max<std::uint64_t>((block + most - 1) / most, 1);
+  return (block + pieces - 1) / pieces;
+}
+
 inline std::uint64_t query_planner::rows_a_launch() const {
   const std::uint64_t block = std::min<std::uint64_t>(block_rows(), std::max<std::uint64_t>(profile_.rows, 1));
   const std::uint64_t capacity = initial_table_capacity();
   const bool layout = interleaved(capacity);
   if (partitions(block, capacity, layout) <= 1) return block;
-  const std::uint64_t piece = partition_piece_rows(capacity, layout);
-  const std::uint64_t pieces = (block + piece - 1) / piece;
-  return (block + pieces - 1) / pieces;
+  return equal_piece_rows(block, capacity, layout);
 }
 
 inline std::uint64_t query_planner::spill_capacity(std::uint64_t table_capacity) const {

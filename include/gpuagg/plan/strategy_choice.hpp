@@ -66,8 +66,8 @@ inline launch_config query_planner::fitted(launch_config config, strategy_kind s
 
 inline launch_config query_planner::within_rows(launch_config config) const {
   // The entry's configurations were measured on device input's large blocks; on host input's
-  // 16 MiB blocks (and on short inputs and partitioned pieces) many of their work items would find no row and still
-  // set up and flush their work group's tables.
+  // 16 MiB blocks (and on short inputs and partitioned pieces) many of their work items would
+  // find no row and still set up and flush their work group's tables.
   const std::uint64_t rows = rows_a_launch();
   while (config.work_groups_per_cu > 1 && total_threads(config) / 2 >= rows) config.work_groups_per_cu /= 2;
   return config;
