@@ -1070,7 +1070,7 @@ TEST_CASE("PARTITION in pieces: a block of more rows than a piece's copy runs as
   std::mt19937_64 rng(seed);
   auto& c = ctx();
   // One device block (256 MiB of 8-byte keys holds them all) of four pieces: a piece's copy
-  // takes half the (small) table's bytes, and 2^20 rows at least.
+  // would take 5/8 of the (small) table's bytes, and takes 2^20 rows, the least.
   const std::size_t rows = 3 * (std::size_t{1} << 20) + 12'345;
   for (const distribution d : {distribution::uniform, distribution::heavy_hitter, distribution::sorted_runs}) {
     const std::string distribution_name = name(d);
