@@ -6,6 +6,7 @@
 // (driver/group_estimate.hpp); this is pure host code.
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -142,8 +143,12 @@ sample_profile profile_sample(std::span<const Bits> sample, std::span<const Bits
   used.clear();
   used.reserve(sample.size());  // no allocation (and no exception) while counts are dirty
   where.resize(sample.size());
-  const auto home = [mask](Bits key) {
-    return static_cast<std::size_t>((std::uint64_t(key) * 0x9E3779B97F4A7C15ULL) >> 32) & mask;
+  // Fibonacci hashing: the product's top bits. Its middle bits (>> 32, masked) are a linear map
+  // of the key modulo the table's size, so a dense range of keys twice the table's size puts
+  // two keys on every home slot.
+  const unsigned shift = 64 - static_cast<unsigned>(std::countr_zero(size));
+  const auto home = [shift](Bits key) {
+    return static_cast<std::size_t>((std::uint64_t(key) * 0x9E3779B97F4A7C15ULL) >> shift);
   };
   Bits lowest = sample.front();
   Bits highest = sample.front();
