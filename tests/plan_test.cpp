@@ -313,6 +313,19 @@ TEST_CASE("a start configuration gives every work item about a row of a block: h
   CHECK(h.config.work_groups_per_cu < d.config.work_groups_per_cu);
   // A thousand rows: one work group per compute unit is already more work items than rows.
   CHECK(plan(h100(), uniform_input(1 << 4, 1000)).default_params().config.work_groups_per_cu == 1);
+  // A launch over fewer rows than the configuration's work items runs the fewest whole work
+  // groups that give every row one: host input's block (up to twice the rows in work items), a
+  // short input (one work group per compute unit is 132 of them), a block's last rows.
+  const std::uint64_t local = h.config.work_group_size;
+  CHECK(host.launch_threads(h.config, host.block_rows()) == (host.block_rows() + local - 1) / local * local);
+  CHECK(host.launch_threads(h.config, host.block_rows()) < host.total_threads(h.config));
+  CHECK(device.launch_threads(d.config, device.block_rows()) == device.total_threads(d.config));
+  const launch_config one{1, 256};
+  CHECK(device.launch_threads(one, 1000) == 1024);
+  CHECK(device.launch_threads(one, 1024) == 1024);
+  CHECK(device.launch_threads(one, 1025) == 1280);
+  CHECK(device.launch_threads(one, 0) == 256);
+  CHECK(device.launch_threads(one, std::uint64_t{1} << 40) == device.total_threads(one));
 }
 
 TEST_CASE("an estimate a little above a power of two sizes the table for it, within the estimate's own error") {

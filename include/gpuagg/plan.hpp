@@ -165,6 +165,16 @@ class query_planner {
   std::uint64_t total_threads(const launch_config& config) const {
     return std::uint64_t{device_.compute_units} * config.work_groups_per_cu * config.work_group_size;
   }
+  /// Work items AGGREGATE launches over `rows` rows with `config`: its total_threads, or where
+  /// those outnumber the rows, the fewest whole work groups that give every row a work item
+  /// (one work group at least). A work group that finds no row still costs its launch, and a
+  /// block's pieces (partition_piece_rows) or its last rows are often fewer than the work items
+  /// the configuration was measured with, by up to half where within_rows keeps it.
+  std::uint64_t launch_threads(const launch_config& config, std::uint64_t rows) const {
+    const std::uint64_t local = std::max<std::uint32_t>(config.work_group_size, 1);
+    const std::uint64_t groups = std::max<std::uint64_t>((rows + local - 1) / local, 1);
+    return std::min(total_threads(config), groups * local);
+  }
 
   // ---- how big a block (plan/blocks.hpp) --------------------------------------------------------
 

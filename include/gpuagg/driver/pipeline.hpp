@@ -201,13 +201,13 @@ auto aggregation_driver<Bound>::enqueue_rows(const execution_params& params, std
   // (or comes from initial_config(), clamped to it): no per-block driver query.
   const auto& config = params.config;
   const std::size_t local = config.work_group_size;
-  const auto global = static_cast<std::size_t>(planner_->total_threads(config));
   strategy_view view{*this};
   const auto aggregate = [&](cl::Event* done, const std::vector<cl::Event>* wait) {
     // The strategy's own parameters follow (its policy, strategy.hpp).
     visit_strategy(params.strategy, [&](auto policy) {
       detail::bind_arguments(kernel, "AGGREGATE", args, decltype(policy)::aggregate_args(view, params, variant));
     });
+    const auto global = static_cast<std::size_t>(planner_->launch_threads(config, args.row_end - args.row_begin));
     launch(kernel, global, local, "AGGREGATE", done, wait);
   };
   if (const auto parts = planner_->partitions(count, table_.capacity, table_.interleaved); parts > 1) {
