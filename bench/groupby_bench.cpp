@@ -444,7 +444,7 @@ struct report {
              "configs,table_capacity,growths,peak_device_bytes,programs_built,setup_ms,estimate_kernel_ms,host_sample_ms,"
              "host_profile_ms,host_estimate_ms,host_programs_ms,host_buffers_ms,host_enqueue_ms,host_wait_ms,"
              "host_growth_ms,host_finalize_ms,verified,spill_capacity,spill_restarts,perfect_local_blocks,"
-             "range_local_blocks,result_presized,host_result_sizing_ms,host_plan_ms\n";
+             "range_local_blocks,result_presized,host_result_sizing_ms,host_plan_ms,direct_addressing\n";
     }
   }
 
@@ -481,7 +481,7 @@ struct report {
     }
     csv << ',' << (r.verified ? 1 : 0) << ',' << st.spill_capacity << ',' << st.spill_restarts << ',' << perfect << ','
         << range << ',' << (st.result_presized ? 1 : 0) << ',' << st.result_sizing_seconds * 1e3 << ','
-        << st.host.plan * 1e3 << '\n';
+        << st.host.plan * 1e3 << ',' << (st.direct_addressing ? 1 : 0) << '\n';
     csv.flush();
   }
 };

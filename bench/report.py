@@ -172,7 +172,9 @@ def table(header, rows):
 
 
 def config_of(r, strategy="strategy", wg="work_groups_per_cu", size="work_group_size"):
-    return f"{r[strategy]} {r[wg]}x{r[size]}"
+    # Direct addressing over the key column's exact range, where the plan took it.
+    direct = "direct, " if r.get("direct_addressing") == "1" else ""
+    return f"{direct}{r[strategy]} {r[wg]}x{r[size]}"
 
 
 # ---------------------------------------------------------------------------------------------

@@ -994,3 +994,83 @@ TEST_CASE("a key box's entries: every key of the box one entry, in mixed radix, 
   CHECK(detail::box_word(detail::key_layout{}, range, 9) == ~std::uint64_t{0});
   CHECK(detail::box_entry(detail::key_layout{}, range, 0) == none);
 }
+
+TEST_CASE("direct addressing over the key column's exact range: dense shuffled keys on a GPU's device input") {
+  // One uint32 key and a 64-bit sum (the recorded shape): direct addressing's table takes 8
+  // bytes and a bit a key, the hash table 12 bytes a bucket at load 1/2 (16 interleaved).
+  const auto dense = [](std::uint64_t groups, std::uint64_t lowest = 0, bool on_device = true) {
+    input_profile p = uniform_input(groups, std::uint64_t{1} << 27, on_device);
+    p.key_box = {lowest, {groups - 1}, 1};
+    p.key_span = double(groups);
+    return p;
+  };
+  const std::uint64_t g = std::uint64_t{1} << 22;
+  const auto chosen = plan(h100(), dense(g));
+  CHECK(chosen.direct_range_wanted());
+  // The range of the groups, or one a little wider than the sample's: direct addressing.
+  const auto exact = chosen.direct_domain({7, g - 1});
+  REQUIRE(exact.has_value());
+  CHECK(exact->lowest == 7);
+  CHECK(exact->keys() == g);
+  CHECK(chosen.direct_domain({0, g + 1000}).has_value());
+  // Its table no larger than the hash table: 2^23 buckets of 12 bytes (96 MiB) against 8 bytes
+  // and a bit a key, about 12.4 M keys.
+  CHECK(chosen.initial_table_capacity() == std::uint64_t{1} << 23);
+  CHECK_FALSE(chosen.interleaved(chosen.initial_table_capacity()));
+  CHECK(chosen.direct_domain({0, 12'300'000}).has_value());
+  CHECK_FALSE(chosen.direct_domain({0, 12'500'000}).has_value());
+  // An outlier far from the groups, or more keys than direct addressing holds: the hash table.
+  CHECK_FALSE(chosen.direct_domain({0, std::uint64_t{1} << 40}).has_value());
+  CHECK_FALSE(chosen.direct_domain({0, ~std::uint64_t{0}}).has_value());
+  const auto wide = plan(h100(), dense(std::uint64_t{1} << 30));
+  CHECK(wide.direct_range_wanted());
+  CHECK_FALSE(wide.direct_domain({0, query_planner::direct_max_keys}).has_value());
+  CHECK(wide.direct_domain({0, query_planner::direct_max_keys - 1}).has_value());
+
+  // Not read at all: host input, fewer groups than direct_min_groups, a CPU, scattered keys,
+  // skewed keys, runs, two key columns, direct addressing by the query's scheme, options' false.
+  CHECK_FALSE(plan(h100(), dense(g, 0, false)).direct_range_wanted());
+  CHECK_FALSE(plan(h100(), dense(query_planner::direct_min_groups / 2)).direct_range_wanted());
+  CHECK(plan(h100(), dense(query_planner::direct_min_groups)).direct_range_wanted());
+  CHECK_FALSE(plan(pocl_cpu(), dense(g)).direct_range_wanted());
+  CHECK_FALSE(plan(unknown_gpu(), dense(g, 0, false)).direct_range_wanted());
+  CHECK(plan(amd_mi250(), dense(g)).direct_range_wanted());
+  auto scattered = dense(g);
+  scattered.key_span = 1e9;
+  scattered.key_box.extent[0] = 999'999'999;
+  CHECK_FALSE(plan(h100(), scattered).direct_range_wanted());
+  auto hot = dense(g);
+  hot.hottest_key_share = 0.5;
+  hot.frequent_counts = {8192};
+  CHECK_FALSE(plan(h100(), hot).direct_range_wanted());
+  auto frequent = dense(g);
+  frequent.frequent_counts = {1000, 800, 600};  // 1/8 of the sample and more: the hot-key table's
+  CHECK_FALSE(plan(h100(), frequent).direct_range_wanted());
+  auto by_chance = dense(g);
+  by_chance.frequent_counts = {9, 8};  // keys a uniform sample saw often by chance
+  CHECK(plan(h100(), by_chance).direct_range_wanted());
+  auto runs = dense(g);
+  runs.runs_share = 0.9;
+  CHECK_FALSE(plan(h100(), runs).direct_range_wanted());
+  auto two_columns = dense(g);
+  two_columns.key_box = {0, {2047, 2047}, 2};
+  CHECK_FALSE(plan(h100(), two_columns).direct_range_wanted());
+  auto unsampled = dense(g);
+  unsampled.sampled = false;
+  CHECK_FALSE(plan(h100(), unsampled).direct_range_wanted());
+  query_shape direct = recorded_shape();
+  direct.identity_scheme = true;
+  direct.domain_size = g;
+  CHECK_FALSE(plan(h100(), dense(g), {}, direct).direct_range_wanted());
+  options off;
+  off.direct_table = false;
+  CHECK_FALSE(plan(h100(), dense(g), off).direct_range_wanted());
+  CHECK_FALSE(plan(h100(), dense(g), off).direct_domain({0, g - 1}).has_value());
+  // options' true: on a CPU too, and below direct_min_groups (the tests' way on PoCL).
+  options on;
+  on.direct_table = true;
+  CHECK(plan(pocl_cpu(), dense(g), on).direct_range_wanted());
+  CHECK(plan(pocl_cpu(), dense(1000), on).direct_range_wanted());
+  CHECK(plan(pocl_cpu(), dense(1000), on).direct_domain({0, 999}).has_value());
+  CHECK_FALSE(plan(pocl_cpu(), dense(1000, 0, false), on).direct_range_wanted());
+}

@@ -186,7 +186,7 @@ std::vector<column_data> column_list(const key_columns_ref<KeyColumns...>& keys,
 
 template <class Query, key_input KeyColumn, class Values>
 auto make_driver(const KeyColumn& keys, const Values& values, const options& opts, bool restartable,
-                 shared_estimate* shared = nullptr) {
+                 shared_estimate* shared = nullptr, direct_handover* handover = nullptr) {
   const auto& tuple = as_value_tuple(values);
   using bound = typename bound_for<KeyColumn, Query, std::remove_cvref_t<decltype(tuple)>>::type;
   if constexpr (bound::scheme::is_identity) {
@@ -194,7 +194,8 @@ auto make_driver(const KeyColumn& keys, const Values& values, const options& opt
     if (opts.domain) opts.domain->check<typename bound::key::domain_type>();
   }
   context& ctx = opts.ctx ? *opts.ctx : default_context();
-  return std::make_unique<aggregation_driver<bound>>(ctx, opts, column_list(keys, tuple), restartable, shared);
+  return std::make_unique<aggregation_driver<bound>>(ctx, opts, column_list(keys, tuple), restartable, shared,
+                                                     handover);
 }
 
 /// Runs one query through `attempt(restartable)` (make a driver, run it, finish its result):
@@ -290,23 +291,63 @@ std::optional<tuning_report> run_query(Driver& driver, const options& opts, bool
   return std::nullopt;
 }
 
+/// The query with direct addressing in place of its hash scheme.
+template <class Query>
+struct direct_query_of;
+template <class Scheme, class Predicate, class... Outputs>
+struct direct_query_of<basic_query<Scheme, Predicate, Outputs...>> {
+  using type = basic_query<direct_addressing, Predicate, Outputs...>;
+};
+
+/// Whether the plan may run a query with direct addressing over its key column's exact range
+/// (query_planner::direct_domain): a hash scheme over one integer key column.
+template <class Query, class KeyColumn>
+inline constexpr bool may_address_directly =
+    !Query::scheme::is_identity && key_policy_for<KeyColumn>::type::columns == 1;
+
+/// Runs a driver the plan's way (tuned where it says so) and finishes its result.
+template <bool on_device, class Driver>
+auto run_and_finish(Driver& driver, const options& opts) {
+  using bound = typename Driver::bound_type;
+  using finisher = host_result_for<typename bound::key::value_type, typename bound::output_tuple>;
+  if constexpr (on_device) {
+    run_query<tuner_params{}>(driver, opts);
+    return finisher::finalize_on_device(driver);
+  } else {
+    const auto early = finisher::presize(driver);
+    run_query<tuner_params{}>(driver, opts);
+    return finisher::finalize(driver, early.get());
+  }
+}
+
 /// group_by's and group_by_on_device's query on one device: run as the plan says (tuned where
-/// it says so), its result copied to the host or left on the device (`on_device`), and run
-/// again with a spill area for every row in flight should the plan's smaller one overflow.
+/// it says so; with direct addressing over the key column's exact range where the plan takes
+/// it), its result copied to the host or left on the device (`on_device`), and run again with a
+/// spill area for every row in flight should the plan's smaller one overflow.
 template <class Query, bool on_device, class KeyColumn, class Values>
 auto run_default_query(const KeyColumn& keys, const Values& values, const options& opts) {
   return with_spill_restart([&](bool restartable) {
-    auto driver = make_driver<Query>(keys, values, opts, restartable);
-    using bound = typename std::remove_reference_t<decltype(*driver)>::bound_type;
-    using finisher = host_result_for<typename bound::key::value_type, typename bound::output_tuple>;
-    if constexpr (on_device) {
-      run_query<tuner_params{}>(*driver, opts);
-      return finisher::finalize_on_device(*driver);
-    } else {
-      const auto early = finisher::presize(*driver);
-      run_query<tuner_params{}>(*driver, opts);
-      return finisher::finalize(*driver, early.get());
+    direct_handover handover;
+    constexpr bool may_switch = may_address_directly<Query, KeyColumn>;
+    auto driver = make_driver<Query>(keys, values, opts, restartable, nullptr, may_switch ? &handover : nullptr);
+    if constexpr (may_switch) {
+      if (driver->handed_over()) {
+        driver.reset();
+        using key = typename key_policy_for<KeyColumn>::type;
+        using bits = typename key::bits_type;
+        options direct = opts;
+        const auto lowest = static_cast<bits>(handover.range->lowest);
+        const auto highest = static_cast<bits>(handover.range->lowest + handover.range->extent);
+        direct.domain = key_domain(key::from_bits(lowest), key::from_bits(highest));
+        // The configurations the plan's entry holds for the hash table's shape run direct
+        // addressing as they are; a search on slices, query after query, costs more than it finds.
+        direct.autotune = false;
+        auto addressed =
+            make_driver<typename direct_query_of<Query>::type>(keys, values, direct, restartable, nullptr, &handover);
+        return run_and_finish<on_device>(*addressed, direct);
+      }
     }
+    return run_and_finish<on_device>(*driver, opts);
   });
 }
 

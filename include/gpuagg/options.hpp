@@ -207,6 +207,15 @@ struct options {
   /// hash tables of more than 2^23 buckets whose accumulators share one size
   /// (query_planner::interleaved).
   std::optional<bool> interleaved_table;
+  /// Address the global table directly over the key column's exact range instead of hashing
+  /// (query_planner::direct_domain): on device input of one integer key column whose sample
+  /// shows a dense range of shuffled keys and at least query_planner::direct_min_groups groups,
+  /// the driver reads the column's smallest and largest key (one pass on the device), and where
+  /// the range's table (accumulators and a bit a key) is no larger than the hash table the plan
+  /// would make, group_by and group_by_on_device run the query with direct_addressing over that
+  /// range: a row then costs one accumulator update, no key compare, no probe. Default: on a
+  /// GPU. false never; true on any device (the tests' way on PoCL).
+  std::optional<bool> direct_table;
   /// Required by direct_addressing: the key domain, `{min, max}` in integers of any type; the
   /// query's key type must hold both (else invalid_argument_error).
   std::optional<key_domain> domain;

@@ -22,6 +22,8 @@
 //                                                        perfect_local, local_table_copies,
 //                                                        max_probes, plain_key_reads, variant_for
 //   whether to tune            plan/tuning.hpp           tuning
+//   whether to address the     plan/direct_table.hpp     direct_range_wanted, direct_domain
+//   table directly
 // The plan's inputs and outputs (query_shape, input_profile, kernel_variant, tuning_plan) are
 // plain values in plan/inputs.hpp.
 
@@ -437,6 +439,28 @@ class query_planner {
   bool plain_key_reads(std::uint64_t capacity, bool interleaved_layout) const;
   static constexpr std::uint64_t plain_key_reads_max_bytes = std::uint64_t{1} << 20;
 
+  // ---- whether to address the table directly (plan/direct_table.hpp) ----------------------------
+
+  /// Whether the driver should read the key column's exact range (a pass over its keys on the
+  /// device) to see whether direct addressing pays (direct_domain): options' `direct_table`
+  /// unless false (default: on a GPU), for a hash scheme over one key column on device input,
+  /// at least direct_min_groups groups planned, and a sample of shuffled keys (no frequent key,
+  /// no runs: their strategies and configurations were chosen for the hash table) whose range
+  /// is dense (not scattered_keys). Host input has no pass to spare before its first copies.
+  bool direct_range_wanted() const;
+  /// Direct addressing (a global table whose bucket is the key less the range's lowest, keeping
+  /// accumulators and a bit a key: kernels/library.hpp, GPUAGG_DENSE_TABLE) over the exact
+  /// range, or none: where the range holds at most direct_max_keys keys and its table takes no
+  /// more bytes than the hash table initial_table_capacity would make. A row then updates one
+  /// accumulator: no key read, no compare-and-swap, no probe; the table is often half the hash
+  /// table's bytes, and at 2^22 groups fits the L2 where the hash table does not.
+  std::optional<exact_key_range> direct_domain(const exact_key_range& range) const;
+  /// Below this many groups the hash table stays in the L2 and its keys' reads are cached
+  /// (plain_key_reads): direct addressing's kernels gain less than the range's pass costs.
+  static constexpr std::uint64_t direct_min_groups = std::uint64_t{1} << 17;
+  /// Direct addressing's domain limit (options::domain): 2^31 - 1 keys.
+  static constexpr std::uint64_t direct_max_keys = (std::uint64_t{1} << 31) - 1;
+
   // ---- whether to tune (plan/tuning.hpp) --------------------------------------------------------
 
   /// Whether the tuner refines the plan (Algorithm 1 from the plan's start): when the caller asks
@@ -485,6 +509,7 @@ class query_planner {
 }  // namespace gpuagg
 
 #include "plan/blocks.hpp"
+#include "plan/direct_table.hpp"
 #include "plan/kernel_features.hpp"
 #include "plan/strategy_choice.hpp"
 #include "plan/table_size.hpp"

@@ -35,7 +35,7 @@ struct block_record {
 struct host_phase_seconds {
   double sample = 0;    ///< the key sample: gather kernel (device input) and read
   double profile = 0;   ///< the sample's frequency count (estimate, hottest and frequent keys)
-  double estimate = 0;  ///< the group estimate's later stages: sketches and their reads
+  double estimate = 0;  ///< the group estimate's later stages: sketches and their reads; the key range (direct_addressing)
   double plan = 0;      ///< set-up: the plan, with the kernel limits its making reads (their programs on first use)
   double programs = 0;  ///< set-up: program lookups (and JIT builds), kernels, their limits
   double buffers = 0;   ///< set-up: counters, table, spill area, staging; INITIALIZE's launch
@@ -61,6 +61,12 @@ struct query_stats {
   double estimate_seconds = 0;          ///< profiled time of the estimate's sketch kernels
   gpuagg::plan_level plan_level = gpuagg::plan_level::generic;  ///< how specific the plan's per-device entry was
   bool scattered_keys = false;          ///< the sample's keys spread wider than a dense range (plan.hpp)
+  /// The global table was addressed directly (direct_addressing): by the query's scheme, or by the
+  /// plan over the key column's exact range (options::direct_table), whose smallest key and
+  /// keys are key_range_lowest (the key's bits) and key_range_size.
+  bool direct_addressing = false;
+  std::uint64_t key_range_lowest = 0;
+  std::uint64_t key_range_size = 0;
   std::uint64_t table_capacity = 0;     ///< buckets of the final table
   unsigned table_growths = 0;           ///< times the table grew during the query
   std::uint64_t spilled_entries = 0;    ///< rows or partials merged after a growth

@@ -11,6 +11,7 @@
 #include "estimate.hpp"
 #include "kernels/aggregate.hpp"
 #include "kernels/estimate.hpp"
+#include "kernels/key_range.hpp"
 #include "kernels/library.hpp"
 #include "kernels/partition.hpp"
 #include "kernels/table.hpp"
@@ -30,11 +31,11 @@ inline constexpr auto program_source = detail::concat(
     detail::kernels::export_kernel);
 
 /// The group estimate's program of key policy `Key` (kernels/estimate.hpp: gpuagg_sketch,
-/// gpuagg_sketch_words).
+/// gpuagg_sketch_words; kernels/key_range.hpp: gpuagg_key_range).
 template <class Key>
-inline constexpr auto sample_program_source = detail::concat(detail::kernels::header, Key::cl_source,
-                                                             detail::sketch_cl_source, detail::sample_offset_cl_source,
-                                                             detail::kernels::sketch_kernels);
+inline constexpr auto sample_program_source =
+    detail::concat(detail::kernels::header, Key::cl_source, detail::sketch_cl_source, detail::sample_offset_cl_source,
+                   detail::kernels::sketch_kernels, detail::kernels::key_range_kernel);
 
 /// program_source for a strategy chosen at run time.
 template <class Bound>

@@ -149,15 +149,22 @@ class aggregation_driver {
   /// detail::spill_overflow, so the plan may size the spill area for the table
   /// (query_planner::compact_spill). `shared`: host input whose rows other drivers (of other
   /// devices) share: their key sample's profile and group estimate are made once, by the first
-  /// to need them (driver/shared_estimate.hpp).
+  /// to need them (driver/shared_estimate.hpp). `handover` (group_by's own query): where the
+  /// plan takes direct addressing over the key column's exact range, a hash scheme's set-up
+  /// stops after the plan and fills it in (handed_over()); a direct-addressing driver given a
+  /// filled one sets up from it.
   aggregation_driver(context& ctx, const options& opts, std::vector<detail::column_data> columns,
-                     bool restartable = false, detail::shared_estimate* shared = nullptr);
+                     bool restartable = false, detail::shared_estimate* shared = nullptr,
+                     detail::direct_handover* handover = nullptr);
   aggregation_driver(const aggregation_driver&) = delete;
   aggregation_driver& operator=(const aggregation_driver&) = delete;
   ~aggregation_driver();
 
   /// The query's plan: every decision about how it runs (plan.hpp).
   const query_planner& plan() const noexcept { return *planner_; }
+  /// Whether the set-up stopped to hand the query to direct addressing (the handover's range):
+  /// this driver runs nothing.
+  bool handed_over() const noexcept { return handover_ != nullptr && handover_->range && !identity_scheme; }
 
   std::uint64_t rows() const noexcept { return rows_; }
   /// Rows of the blocks run_remaining() runs, and of the (possibly smaller) blocks run_block()
@@ -363,6 +370,8 @@ class aggregation_driver {
 
   // ---- the key sample and the group estimate (driver/group_estimate.hpp) ----
   std::vector<bits_type> sample_keys();
+  /// The key column's exact range on the device (driver/key_range.hpp; one key column).
+  exact_key_range read_key_range();
   group_estimate estimate_groups(const detail::sample_profile& profile);
   detail::host_sketch sketch_on_device(const std::vector<cl::Buffer>& inputs, bool words, cl_ulong first,
                                        cl_ulong stride, cl_ulong n, cl_ulong rows_end, bool sampled,
@@ -492,6 +501,7 @@ class aggregation_driver {
   bool on_device_ = false;
   bool restartable_ = false;
   detail::shared_estimate* shared_ = nullptr;  // host input's estimate, made once for several drivers
+  detail::direct_handover* handover_ = nullptr;  // group_by's: to direct addressing, or from a hash scheme's set-up
   std::size_t block_rows_ = 0;
   std::size_t slice_rows_ = 0;     // rows of run_block()'s blocks (the tuner's)
   std::uint64_t next_row_ = 0;     // the first row not yet enqueued
@@ -563,6 +573,7 @@ class aggregation_driver {
 #include "finalize.hpp"
 #include "group_estimate.hpp"
 #include "growth.hpp"
+#include "key_range.hpp"
 #include "partials.hpp"
 #include "partition.hpp"
 #include "pipeline.hpp"

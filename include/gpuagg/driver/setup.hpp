@@ -16,9 +16,10 @@ namespace gpuagg {
 
 template <class Bound>
 aggregation_driver<Bound>::aggregation_driver(context& ctx, const options& opts, std::vector<detail::column_data> columns,
-                                              bool restartable, detail::shared_estimate* shared)
+                                              bool restartable, detail::shared_estimate* shared,
+                                              detail::direct_handover* handover)
     : ctx_(ctx), opts_(opts), columns_(std::move(columns)), started_(std::chrono::steady_clock::now()),
-      restartable_(restartable), shared_(shared) {
+      restartable_(restartable), shared_(shared), handover_(handover) {
   validate();
   rows_ = columns_.front().rows;
   on_device_ = columns_.front().on_device();
@@ -31,6 +32,11 @@ aggregation_driver<Bound>::aggregation_driver(context& ctx, const options& opts,
   shape_ = query_shape::of<Bound>(widest, row, identity_scheme ? opts_.domain->size : 0);
   stats_.device = ctx_.info().name;
   stats_.rows = rows_;
+  if constexpr (identity_scheme) {
+    stats_.direct_addressing = true;
+    stats_.key_range_lowest = opts_.domain->min_bits;
+    stats_.key_range_size = opts_.domain->size;
+  }
   builds_before_ = ctx_.programs_built();
   if (rows_ > 0) {
     setup();
@@ -109,7 +115,18 @@ void aggregation_driver<Bound>::setup() {
   // rows a driver runs first is not known here.
   if (!on_device_ && shared_ == nullptr) start_first_copies();
   detail::input_estimate found;
-  if (shared_ != nullptr && !on_device_) {
+  bool estimated = estimate;
+  if (identity_scheme && handover_ != nullptr && handover_->range) {
+    // A hash scheme's set-up found the sample's profile, the estimate and this range: the
+    // query's clock and its set-up phases run on from there.
+    found = handover_->found;
+    estimated = handover_->estimated;
+    started_ = handover_->started;
+    builds_before_ = handover_->builds_before;
+    stats_.host = handover_->stats.host;
+    stats_.estimate_seconds = handover_->stats.estimate_seconds;
+    stats_.peak_device_bytes = handover_->stats.peak_device_bytes;
+  } else if (shared_ != nullptr && !on_device_) {
     // Another driver's set-up may be making it: a wait for it counts as this one's estimate.
     bool made_here = false;
     double waited = 0;
@@ -127,11 +144,29 @@ void aggregation_driver<Bound>::setup() {
   hot_key_ = static_cast<bits_type>(profile.hottest_key);
   const group_estimate groups{found.estimate.groups, found.estimate.source, found.estimate.relative_error};
   stats_.expected_groups = groups.groups;
-  stats_.expected_groups_estimated = estimate;
+  stats_.expected_groups_estimated = estimated;
   stats_.estimate_source = groups.source;
   {
     const detail::phase_clock planning(stats_.host.plan);
     make_planner(profile, groups);
+  }
+  if constexpr (!identity_scheme && key_policy::columns == 1) {
+    if (handover_ != nullptr && planner_->direct_range_wanted()) {
+      std::optional<exact_key_range> range;
+      {
+        const detail::phase_clock reading(stats_.host.estimate);
+        range = planner_->direct_domain(read_key_range());
+      }
+      if (range) {
+        handover_->range = range;
+        handover_->found = std::move(found);
+        handover_->estimated = estimated;
+        handover_->started = started_;
+        handover_->stats = stats_;
+        handover_->builds_before = builds_before_;
+        return;  // group_by runs the query with direct addressing over the range (groupby.hpp)
+      }
+    }
   }
   const std::uint64_t capacity = planner_->initial_table_capacity();
   interleaved_ = planner_->interleaved(capacity);

@@ -4,12 +4,15 @@
 // would sample the same keys and sketch the same strided rows on the same host cores, at the
 // same time, before its first block.
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
 #include <optional>
 
 #include "../estimate.hpp"
+#include "../plan/inputs.hpp"
+#include "../result.hpp"
 #include "key_sample.hpp"
 
 namespace gpuagg::detail {
@@ -18,6 +21,20 @@ namespace gpuagg::detail {
 struct input_estimate {
   sample_profile profile;
   staged_estimate estimate{1, estimate_source::none};
+};
+
+/// A query the plan runs with direct addressing over its key column's exact range
+/// (query_planner::direct_domain): the hash scheme's driver, whose set-up found that range, stops
+/// there and hands what it found to the direct-addressing driver that runs the query
+/// (groupby.hpp: run_default_query), so that the sample is taken and profiled once and the
+/// query's clock and set-up phases run on.
+struct direct_handover {
+  std::optional<exact_key_range> range;  ///< set where the plan takes direct addressing
+  input_estimate found;
+  bool estimated = false;  ///< found's groups are an estimate (not the caller's hint)
+  std::chrono::steady_clock::time_point started;
+  query_stats stats;  ///< the set-up's so far: its phases, the estimate's kernels
+  std::size_t builds_before = 0;  ///< the context's program builds when the query began
 };
 
 /// The first driver to ask computes the estimate; the others wait for it. Should the first

@@ -67,6 +67,16 @@ struct input_profile {
   bool restartable = false;
 };
 
+/// A key column's exact range (one pass over its keys: driver/key_range.hpp): its smallest key
+/// word and the words above it, as unsigned words or, for a signed key type where narrower, as
+/// two's complement values (the lowest then a negative key's bits; lowest + extent wraps past
+/// the word's top into the positive keys).
+struct exact_key_range {
+  std::uint64_t lowest = 0;
+  std::uint64_t extent = 0;  ///< highest less lowest
+  std::uint64_t keys() const noexcept { return extent + 1; }
+};
+
 /// An AGGREGATE program variant: a strategy, built with or without the run cache, the hot-key
 /// table, the cold-row queue and the perfect or range local table (kernels/aggregate.hpp:
 /// GPUAGG_RUN_CACHE, GPUAGG_HOT_TABLE; kernels/workgroup_local.hpp: GPUAGG_COLD_QUEUE,

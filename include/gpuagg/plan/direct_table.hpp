@@ -1,0 +1,39 @@
+#pragma once
+// Whether to address the global table directly: over the key column's exact range, where its
+// sample shows a dense range of shuffled keys and the range's table is no larger than the hash
+// table's. The driver reads the range (driver/key_range.hpp) only where the plan asks for it,
+// and group_by runs the query with direct_addressing where the plan takes it (groupby.hpp).
+
+#ifndef GPUAGG_PLAN_HPP
+#error "include <gpuagg/plan.hpp>: plan/*.hpp implement its members"
+#endif
+
+#include <optional>
+
+namespace gpuagg {
+
+inline bool query_planner::direct_range_wanted() const {
+  if (shape_.identity_scheme || !profile_.on_device || !profile_.sampled || profile_.key_box.fields != 1) return false;
+  const bool asked = opts_.direct_table.value_or(false);
+  if (!opts_.direct_table.value_or(device_.is_gpu)) return false;
+  if (!asked && planned_groups() < direct_min_groups) return false;
+  // Skewed keys and runs run strategies and configurations chosen for the hash table (the
+  // hot-key table, the run cache, partial local tables), which direct addressing plans apart.
+  // A few keys a uniform sample saw often by chance are not skew: the frequent keys count where
+  // they hold as much of the sample as the hot-key table asks for.
+  std::uint64_t frequent = 0;
+  for (const auto count : profile_.frequent_counts) frequent += count;
+  const double frequent_share = profile_.sample_size ? double(frequent) / double(profile_.sample_size) : 0.0;
+  const bool skewed = frequent_share >= hot_table_min_share || profile_.hottest_key_share >= hot_key_threshold ||
+                      profile_.runs_share >= runs_min_share;
+  return !skewed && !scattered_keys() && profile_.key_span <= double(direct_max_keys);
+}
+
+inline std::optional<exact_key_range> query_planner::direct_domain(const exact_key_range& range) const {
+  if (!direct_range_wanted() || range.extent >= direct_max_keys) return std::nullopt;
+  const std::uint64_t hashed = initial_table_capacity();
+  if (keyless_table_bytes(range.keys(), 1) > global_table_bytes(hashed, interleaved(hashed))) return std::nullopt;
+  return range;
+}
+
+}  // namespace gpuagg

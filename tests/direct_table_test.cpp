@@ -1,0 +1,158 @@
+// Direct addressing over the key column's exact range, the plan's choice for dense keys on device
+// input (plan/direct_table.hpp, driver/key_range.hpp, groupby.hpp): exact queries for every key
+// width and signedness, ranges anywhere in the key type (the empty marker's word among them),
+// the range's extremes on rows the key sample never reads, the device result, a WHERE clause; and
+// the hash table kept where direct addressing would not pay. options::direct_table = true runs
+// it on PoCL; the plan's own rule is plan_test's.
+#include <limits>
+
+#include "support.hpp"
+
+using namespace gpuagg;
+using namespace gpuagg_test;
+
+namespace {
+
+// 60,000 rows: the key sample reads rows 3i and 3i + 1 for i < 16384 (below row 49,154).
+constexpr std::size_t rows = 60'000;
+constexpr std::size_t unsampled_from = 50'000;
+
+options direct_options() {
+  options opts;
+  opts.direct_table = true;
+  return opts;
+}
+
+/// Keys of the range [base, base + groups - 1] (the key's words, modulo the type): every key but
+/// the two extremes drawn uniformly, the extremes on a few rows the sample never reads.
+template <class Key>
+std::vector<Key> dense_keys(Key base, std::size_t groups, std::mt19937_64& rng) {
+  using bits = std::make_unsigned_t<Key>;
+  std::vector<Key> keys(rows);
+  const auto key_at = [&](std::size_t i) { return static_cast<Key>(static_cast<bits>(static_cast<bits>(base) + i)); };
+  std::uniform_int_distribution<std::size_t> interior(groups > 2 ? 1 : 0, groups > 2 ? groups - 2 : groups - 1);
+  for (std::size_t row = 0; row < unsampled_from; ++row) keys[row] = key_at(interior(rng));
+  for (std::size_t row = unsampled_from; row < rows; ++row) {
+    keys[row] = row % 7 == 0 ? key_at(0) : row % 7 == 1 ? key_at(groups - 1) : key_at(interior(rng));
+  }
+  return keys;
+}
+
+template <class Key>
+void check_direct(Key base, std::size_t groups, std::mt19937_64& rng) {
+  CAPTURE(show(base));
+  CAPTURE(groups);
+  const auto keys = dense_keys(base, groups, rng);
+  const auto values = random_values<std::int64_t>(rows, rng);
+  using bound = bound_query<single_key<Key>, std::remove_const_t<decltype(sum_count_min)>, std::int64_t>;
+  const auto expected = reference_group_by<bound>(std::span<const Key>(keys), std::span<const std::int64_t>(values));
+  REQUIRE(expected.size() <= groups);
+  const auto r = group_by(upload(keys), upload(values), sum_count_min, direct_options());
+  CHECK(r.stats.direct_addressing);
+  CHECK(r.stats.key_range_size == groups);
+  CHECK(r.stats.key_range_lowest == static_cast<std::uint64_t>(static_cast<std::int64_t>(base)));
+  CHECK(r.stats.expected_groups_estimated);
+  CHECK(r.stats.table_capacity == groups);
+  check_equal(r, expected);
+}
+
+}  // namespace
+
+TEST_CASE("direct addressing over the exact range: every key type, ranges anywhere, extremes the sample missed") {
+  const auto seed = fresh_seed();
+  CAPTURE(seed);
+  std::mt19937_64 rng(seed);
+  for (const std::size_t groups : {std::size_t{40}, std::size_t{2'000}, std::size_t{25'000}}) {
+    constexpr auto top32 = std::numeric_limits<std::uint32_t>::max();
+    check_direct<std::uint32_t>(0, groups, rng);
+    check_direct<std::uint32_t>(static_cast<std::uint32_t>(rng() % (top32 - groups)), groups, rng);
+    check_direct<std::uint32_t>(static_cast<std::uint32_t>(top32 - (groups - 1)), groups, rng);  // the empty marker's word
+    check_direct<std::int32_t>(std::numeric_limits<std::int32_t>::min(), groups, rng);
+    check_direct<std::int32_t>(-static_cast<std::int32_t>(groups / 2), groups, rng);  // across zero: -1 is all ones
+    check_direct<std::int32_t>(static_cast<std::int32_t>(std::numeric_limits<std::int32_t>::max() - (groups - 1)),
+                               groups, rng);
+    constexpr auto top64 = std::numeric_limits<std::uint64_t>::max();
+    check_direct<std::uint64_t>(top64 - (groups - 1), groups, rng);
+    check_direct<std::uint64_t>(rng() % (top64 - groups), groups, rng);
+    check_direct<std::int64_t>(-static_cast<std::int64_t>(groups / 3), groups, rng);
+    check_direct<std::int64_t>(std::numeric_limits<std::int64_t>::min(), groups, rng);
+    if (groups <= 256) {
+      check_direct<std::uint8_t>(static_cast<std::uint8_t>(256 - groups), groups, rng);
+      check_direct<std::int8_t>(-1, groups, rng);
+    }
+    if (groups <= 65'536) {
+      check_direct<std::int16_t>(static_cast<std::int16_t>(-static_cast<int>(groups / 2)), groups, rng);
+      check_direct<std::uint16_t>(static_cast<std::uint16_t>(65'536 - groups), groups, rng);
+    }
+  }
+}
+
+TEST_CASE("direct addressing: the device result, and a WHERE clause with averages") {
+  const auto seed = fresh_seed();
+  CAPTURE(seed);
+  std::mt19937_64 rng(seed);
+  const auto keys = dense_keys<std::int32_t>(-5'000, 12'000, rng);
+  const auto a = random_values<std::int64_t>(rows, rng);
+  std::vector<std::int32_t> b(rows);
+  for (auto& x : b) x = static_cast<std::int32_t>(rng() % 400);
+  const auto q = select(sum(col<0>), avg(col<1>), count()).where(col<1> < lit<200>);
+  using bound = bound_query<single_key<std::int32_t>, std::remove_const_t<decltype(q)>, std::int64_t, std::int32_t>;
+  const auto expected = reference_group_by<bound>(std::span<const std::int32_t>(keys), std::span<const std::int64_t>(a),
+                                                  std::span<const std::int32_t>(b));
+  const auto dk = upload(keys);
+  const auto r = group_by(dk, values(upload(a), upload(b)), q, direct_options());
+  CHECK(r.stats.direct_addressing);
+  check_equal(r, expected);
+  // Left on the device: the same groups.
+  const auto on_device = group_by_on_device(dk, upload(a), select(sum(col<0>)), direct_options());
+  CHECK(on_device.stats.direct_addressing);
+  const auto got_keys = download<std::int32_t>(on_device.keys, on_device.size());
+  const auto got_sums = download<std::int64_t>(on_device.column<0>(), on_device.size());
+  std::map<std::int32_t, std::int64_t> want;
+  for (std::size_t i = 0; i < rows; ++i) want[keys[i]] += a[i];
+  REQUIRE(got_keys.size() == want.size());
+  for (std::size_t i = 0; i < got_keys.size(); ++i) {
+    REQUIRE(want.count(got_keys[i]) == 1);
+    CHECK(got_sums[i] == want[got_keys[i]]);
+  }
+}
+
+TEST_CASE("the hash table stays where direct addressing would not pay, and every result is exact") {
+  const auto seed = fresh_seed();
+  CAPTURE(seed);
+  std::mt19937_64 rng(seed);
+  using bound = bound_query<single_key<std::uint32_t>, std::remove_const_t<decltype(sum_count_min)>, std::int64_t>;
+  const auto run = [&](const std::vector<std::uint32_t>& keys, const options& opts, bool on_device) {
+    const auto values = random_values<std::int64_t>(keys.size(), rng);
+    const auto expected =
+        reference_group_by<bound>(std::span<const std::uint32_t>(keys), std::span<const std::int64_t>(values));
+    auto r = on_device ? group_by(upload(keys), upload(values), sum_count_min, opts)
+                       : group_by(keys, values, sum_count_min, opts);
+    check_equal(r, expected);
+    return r.stats;
+  };
+  const auto dense = dense_keys<std::uint32_t>(1'000, 20'000, rng);
+  CHECK(run(dense, direct_options(), true).direct_addressing);
+  // Host input: no pass over the keys before its first copies.
+  CHECK_FALSE(run(dense, direct_options(), false).direct_addressing);
+  // options' false.
+  options off;
+  off.direct_table = false;
+  CHECK_FALSE(run(dense, off, true).direct_addressing);
+  // One outlier the sample never read: a range of 2^31 keys and more (beyond direct
+  // addressing), or one whose table would outgrow the hash table's many times.
+  for (const std::uint32_t outlier : {std::uint32_t{1} << 31, std::uint32_t{40'000'000}, ~std::uint32_t{0}}) {
+    CAPTURE(outlier);
+    auto with_outlier = dense;
+    with_outlier[rows - 3] = outlier;
+    const auto stats = run(with_outlier, direct_options(), true);
+    CHECK_FALSE(stats.direct_addressing);
+  }
+  // Skewed keys and runs keep the hash table's strategies.
+  const auto dictionary = key_dictionary<std::uint32_t>(20'000, rng, false, 1'000, 20'999);
+  for (const distribution d : {distribution::heavy_hitter, distribution::sorted_runs, distribution::zipf}) {
+    CAPTURE(name(d));
+    const auto stats = run(draw_keys(dictionary, rows, d, rng), direct_options(), true);
+    if (d != distribution::zipf) CHECK_FALSE(stats.direct_addressing);
+  }
+}
