@@ -1074,3 +1074,19 @@ TEST_CASE("direct addressing over the key column's exact range: dense shuffled k
   CHECK(plan(pocl_cpu(), dense(1000), on).direct_domain({0, 999}).has_value());
   CHECK_FALSE(plan(pocl_cpu(), dense(1000, 0, false), on).direct_range_wanted());
 }
+
+TEST_CASE("direct addressing's pieces: a copy as large as the hash table of its groups would allow") {
+  // 2^24 groups: direct addressing's table of 2^24 keys (about 130 MiB) orders its pieces within
+  // 5/8 of the 512 MiB hash table the groups would get, not of its own bytes.
+  const std::uint64_t groups = std::uint64_t{1} << 24;
+  query_shape direct = recorded_shape();
+  direct.identity_scheme = true;
+  direct.domain_size = groups;
+  const auto q = plan(h100(), uniform_input(groups), {}, direct);
+  CHECK(q.hashed_table_bytes() == ((std::uint64_t{1} << 25) + 1) * 16);
+  CHECK(q.global_table_bytes(groups, false) < q.hashed_table_bytes() / 3);
+  CHECK(q.partition_piece_rows(groups, false) == q.hashed_table_bytes() / 8 * 5 / 8);
+  // The hash scheme's own: its table's bytes.
+  const auto hashed = plan(h100(), uniform_input(groups));
+  CHECK(hashed.partition_piece_rows(std::uint64_t{1} << 25, true) == hashed.hashed_table_bytes() / 8 * 5 / 8);
+}

@@ -193,8 +193,12 @@ class query_planner {
   /// copy then hold 1 7/8 tables, an eighth left for the counters and PARTITION's counts), and
   /// at least min_partition_piece_rows; never more than block_rows. A piece costs its own
   /// SCATTER and AGGREGATE launches, so pieces are as large as that bound allows; the block
-  /// keeps its one COUNT and SCAN, its one wait and its tuning step.
+  /// keeps its one COUNT and SCAN, its one wait and its tuning step. Direct addressing's table
+  /// is often a fraction of the hash table its groups would need (hashed_table_bytes): its copy
+  /// may take what that hash table's would.
   std::size_t partition_piece_rows(std::uint64_t capacity, bool interleaved_layout) const;
+  /// Bytes of the hash table the groups planned would get (in its layout), whatever the scheme.
+  std::uint64_t hashed_table_bytes() const;
   static constexpr std::uint64_t min_partition_piece_rows = std::uint64_t{1} << 20;
   /// Rows of each of the equal pieces a block of `block` rows splits into, each at most
   /// partition_piece_rows: the driver's pieces, and what its copy holds.
