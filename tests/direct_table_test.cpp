@@ -103,9 +103,17 @@ TEST_CASE("direct addressing: the device result, and a WHERE clause with average
   const auto r = group_by(dk, values(upload(a), upload(b)), q, direct_options());
   CHECK(r.stats.direct_addressing);
   check_equal(r, expected);
-  // Left on the device: the same groups.
-  const auto on_device = group_by_on_device(dk, upload(a), select(sum(col<0>)), direct_options());
+  // Left on the device: the same groups, of columns that start 37 elements into their buffers,
+  // after keys far outside the range (the range's pass reads the column's rows alone).
+  std::vector<std::int32_t> padded(37, std::numeric_limits<std::int32_t>::min());
+  padded.insert(padded.end(), keys.begin(), keys.end());
+  std::vector<std::int64_t> padded_a(37, 0);
+  padded_a.insert(padded_a.end(), a.begin(), a.end());
+  const device_column<std::int32_t> offset_keys(upload(padded).buffer, rows, 37);
+  const device_column<std::int64_t> offset_a(upload(padded_a).buffer, rows, 37);
+  const auto on_device = group_by_on_device(offset_keys, offset_a, select(sum(col<0>)), direct_options());
   CHECK(on_device.stats.direct_addressing);
+  CHECK(on_device.stats.key_range_size == 12'000);
   const auto got_keys = download<std::int32_t>(on_device.keys, on_device.size());
   const auto got_sums = download<std::int64_t>(on_device.column<0>(), on_device.size());
   std::map<std::int32_t, std::int64_t> want;

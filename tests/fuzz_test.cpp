@@ -1,10 +1,11 @@
 // Seeded differential fuzzing: random queries over key types (narrow, wide, composite), sizes
 // (0 rows, 1, block boundaries), distributions, schemes, strategies and configurations, hints
-// (none, right, wildly wrong), block sizes, input kinds, dense key ranges and the perfect and
-// range local tables, each checked against a reference written here (a std::map of count,
-// wrapping 64-bit sum, min and max: no aggregate policy, identity or expression typing of the
-// library's). Configurations are at most 4 x 128 work items, which every device runs: the
-// typed error for one it cannot is error_test's.
+// (none, right, wildly wrong), block sizes, input kinds, dense key ranges, the perfect and
+// range local tables and direct addressing over the key column's exact range, each checked
+// against a reference written here (a std::map of count, wrapping 64-bit sum, min and max: no
+// aggregate policy, identity or expression typing of the library's). Configurations are at
+// most 4 x 128 work items, which every device runs: the typed error for one it cannot is
+// error_test's.
 //
 //   GPUAGG_FUZZ_SEED=N    replay one run (the seed is printed on failure, and at the start)
 //   GPUAGG_FUZZ_BUDGET=N  cases to run (default 12: CI's fixed budget; the case seeds derive
@@ -59,6 +60,7 @@ struct fuzz_case {
   std::optional<bool> perfect;  // options::perfect_local_table (WORKGROUPLOCAL's perfect local table)
   std::optional<bool> range;    // options::range_local_table (WORKGROUPLOCAL's range local table)
   bool dense = false;           // hashed single keys: a dense range of keys instead of the extremes and random ones
+  std::optional<bool> direct;   // options::direct_table (direct addressing over the key column's exact range)
 
   static fuzz_case draw(std::mt19937_64& rng) {
     fuzz_case c;
@@ -92,6 +94,11 @@ struct fuzz_case {
     if (rng() % 3 == 0) c.perfect = rng() % 2 == 0;
     if (rng() % 3 == 0) c.range = rng() % 2 == 0;
     c.dense = rng() % 3 == 0;
+    switch (rng() % 6) {
+      case 0: c.direct = false; break;
+      case 1: case 2: break;
+      default: c.direct = true; break;
+    }
     return c;
   }
 };
@@ -189,6 +196,7 @@ void run_case(const fuzz_case& c, std::mt19937_64& rng) {
   opts.expected_groups = c.hint;
   opts.perfect_local_table = c.perfect;
   opts.range_local_table = c.range;
+  opts.direct_table = c.direct;
   if (c.block_rows) opts.block_bytes = c.block_rows * 8;  // the widest column: int64 (keys at most 8 bytes)
 
   using result_t = result<K, std::uint64_t, std::int64_t, std::int64_t, std::int64_t, std::uint64_t, std::uint8_t>;
@@ -316,6 +324,8 @@ TEST_CASE("differential fuzz: random queries against a reference written in the 
     CAPTURE(c.perfect.value_or(false));
     CAPTURE(c.range.has_value());
     CAPTURE(c.range.value_or(false));
+    CAPTURE(c.direct.has_value());
+    CAPTURE(c.direct.value_or(false));
     CAPTURE(c.dense);
     switch (key_kind) {
       case 0: run_case<std::uint32_t, hashing<>>(c, rng); break;
