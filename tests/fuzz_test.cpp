@@ -99,6 +99,12 @@ struct fuzz_case {
       case 1: case 2: break;
       default: c.direct = true; break;
     }
+    // Direct addressing needs a dense range of keys on the device: half the cases that ask for
+    // it get one.
+    if (c.direct.value_or(false) && rng() % 2 == 0) {
+      c.dense = true;
+      c.kind = rng() % 2 == 0 ? input_kind::device : input_kind::on_device;
+    }
     return c;
   }
 };
