@@ -147,6 +147,10 @@ TEST_CASE("the hash table stays where direct addressing would not pay, and every
   options off;
   off.direct_table = false;
   CHECK_FALSE(run(dense, off, true).direct_addressing);
+  // The interleaved layout asked for: a hash table's, which direct addressing has not.
+  options interleaved = direct_options();
+  interleaved.interleaved_table = true;
+  CHECK_FALSE(run(dense, interleaved, true).direct_addressing);
   // One outlier the sample never read: a range of 2^31 keys and more (beyond direct
   // addressing), or one whose table would outgrow the hash table's many times.
   for (const std::uint32_t outlier : {std::uint32_t{1} << 31, std::uint32_t{40'000'000}, ~std::uint32_t{0}}) {

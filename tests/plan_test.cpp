@@ -1066,6 +1066,13 @@ TEST_CASE("direct addressing over the key column's exact range: dense shuffled k
   off.direct_table = false;
   CHECK_FALSE(plan(h100(), dense(g), off).direct_range_wanted());
   CHECK_FALSE(plan(h100(), dense(g), off).direct_domain({0, g - 1}).has_value());
+  options interleaved;
+  interleaved.interleaved_table = true;  // a hash table's layout, asked for
+  CHECK_FALSE(plan(h100(), dense(g), interleaved).direct_range_wanted());
+  interleaved.direct_table = true;
+  CHECK_FALSE(plan(h100(), dense(g), interleaved).direct_range_wanted());
+  interleaved.interleaved_table = false;
+  CHECK(plan(h100(), dense(g), interleaved).direct_range_wanted());
   // options' true: on a CPU too, and below direct_min_groups (the tests' way on PoCL).
   options on;
   on.direct_table = true;

@@ -213,8 +213,9 @@ struct options {
   /// the driver reads the column's smallest and largest key (one pass on the device), and where
   /// the range's table (accumulators and a bit a key) is no larger than the hash table the plan
   /// would make, group_by and group_by_on_device run the query with direct_addressing over that
-  /// range: a row then costs one accumulator update, no key compare, no probe. Default: on a
-  /// GPU. false never; true on any device (the tests' way on PoCL).
+  /// range: a row then costs one accumulator update, no key compare, no probe. Never where
+  /// interleaved_table asks for a hash table's layout. Default: on a GPU. false never; true on
+  /// any device (the tests' way on PoCL).
   std::optional<bool> direct_table;
   /// Required by direct_addressing: the key domain, `{min, max}` in integers of any type; the
   /// query's key type must hold both (else invalid_argument_error).

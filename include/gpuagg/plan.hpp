@@ -451,6 +451,7 @@ class query_planner {
   /// at least direct_min_groups groups planned, and a sample of shuffled keys (no frequent key,
   /// no runs: their strategies and configurations were chosen for the hash table) whose range
   /// is dense (not scattered_keys). Host input has no pass to spare before its first copies.
+  /// Never where options ask for the interleaved layout, a hash table's.
   bool direct_range_wanted() const;
   /// Direct addressing (a global table whose bucket is the key less the range's lowest, keeping
   /// accumulators and a bit a key: kernels/library.hpp, GPUAGG_DENSE_TABLE) over the exact

@@ -16,6 +16,9 @@ inline bool query_planner::direct_range_wanted() const {
   if (shape_.identity_scheme || !profile_.on_device || !profile_.sampled || profile_.key_box.fields != 1) return false;
   const bool asked = opts_.direct_table.value_or(false);
   if (!opts_.direct_table.value_or(device_.is_gpu)) return false;
+  // The interleaved layout is a hash table's (key and accumulators in one record): asked for,
+  // the caller gets one, not direct addressing's error for it.
+  if (opts_.interleaved_table.value_or(false)) return false;
   if (!asked && planned_groups() < direct_min_groups) return false;
   // Skewed keys and runs run strategies and configurations chosen for the hash table (the
   // hot-key table, the run cache, partial local tables), which direct addressing plans apart.
