@@ -291,14 +291,6 @@ std::optional<tuning_report> run_query(Driver& driver, const options& opts, bool
   return std::nullopt;
 }
 
-/// The query with direct addressing in place of its hash scheme.
-template <class Query>
-struct direct_query_of;
-template <class Scheme, class Predicate, class... Outputs>
-struct direct_query_of<basic_query<Scheme, Predicate, Outputs...>> {
-  using type = basic_query<direct_addressing, Predicate, Outputs...>;
-};
-
 /// Whether the plan may run a query with direct addressing over its key column's exact range
 /// (query_planner::direct_domain): a hash scheme over one integer key column.
 template <class Query, class KeyColumn>

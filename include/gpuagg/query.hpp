@@ -236,6 +236,16 @@ struct basic_query {
 template <class Scheme, class... Outputs>
 using query = basic_query<Scheme, all_rows, Outputs...>;
 
+namespace detail {
+/// The query with direct addressing in place of its scheme: its outputs and WHERE clause.
+template <class Query>
+struct direct_query_of;
+template <class Scheme, class Predicate, class... Outputs>
+struct direct_query_of<basic_query<Scheme, Predicate, Outputs...>> {
+  using type = basic_query<direct_addressing, Predicate, Outputs...>;
+};
+}  // namespace detail
+
 /// The query `SELECT g, outputs... GROUP BY g`, hashed with multiply-shift and linear probing.
 template <class Scheme = hashing<>, expression... Outputs>
 constexpr query<Scheme, Outputs...> select(Outputs...) {

@@ -47,7 +47,7 @@ struct query_over_ids<basic_query<Scheme, Predicate, Outputs...>> {
   static_assert(!Scheme::is_identity,
                 "gpuagg: direct_addressing needs keys whose bits fit 64 (a domain of one key word); keys wider "
                 "than that are hashed: use select(...) with a hashing scheme");
-  using type = basic_query<direct_addressing, Predicate, Outputs...>;
+  using type = typename direct_query_of<basic_query<Scheme, Predicate, Outputs...>>::type;
 };
 
 /// Sets a device result's size (a friend of device_result).
