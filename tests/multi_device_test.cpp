@@ -27,7 +27,7 @@ namespace {
 const device_set& two_devices() {
   static const device_set set = [] {
     const bool two = detail::all_devices().size() >= 2;
-    MESSAGE("members: " << (two ? "devices 0 and 1" : "device 0 twice (one device here)"));
+    MESSAGE("members: " << std::string(two ? "devices 0 and 1" : "device 0 twice (one device here)"));
     return device_set::from_selectors({"0", two ? "1" : "0"});
   }();
   return set;
@@ -946,4 +946,95 @@ TEST_CASE("sub-devices of one device as the members") {
   check_equal(r.result, all_kinds_reference(keys, vals));
   check_stats(r.stats, keys.size(), r.result);
   CHECK_THROWS_AS(device_set::partition_equally("0", 4096), unsupported_error);
+}
+
+namespace {
+
+/// `rows` keys of [lowest, lowest + groups - 1] (words modulo the type), each drawn uniformly,
+/// the two extremes on rows the key sample never reads (it reads rows 3i and 3i + 1 for
+/// i < 16384, below row 49,154).
+template <class Key>
+std::vector<Key> dense_part(Key lowest, std::size_t groups, std::size_t rows, std::mt19937_64& rng) {
+  using bits = std::make_unsigned_t<Key>;
+  const auto key_at = [&](std::size_t i) { return static_cast<Key>(static_cast<bits>(static_cast<bits>(lowest) + i)); };
+  std::uniform_int_distribution<std::size_t> interior(1, groups - 2);
+  std::vector<Key> keys(rows);
+  for (std::size_t row = 0; row < rows; ++row) {
+    keys[row] = row >= 50'000 && row % 5 == 0 ? key_at(0)
+                : row >= 50'000 && row % 5 == 1 ? key_at(groups - 1)
+                                                 : key_at(interior(rng));
+  }
+  return keys;
+}
+
+/// group_by_parts over two device parts with direct addressing allowed on any device: the result
+/// against the reference, and whether both members ran direct addressing.
+template <class Key>
+auto parts_on_device(const std::vector<Key>& k0, const std::vector<Key>& k1, const merge_form_env&) {
+  const auto& devices = two_devices();
+  std::mt19937_64 rng(fresh_seed());
+  const auto v0 = random_values<std::int64_t>(k0.size(), rng), v1 = random_values<std::int64_t>(k1.size(), rng);
+  std::vector<Key> keys_all(k0);
+  keys_all.insert(keys_all.end(), k1.begin(), k1.end());
+  std::vector<std::int64_t> vals_all(v0);
+  vals_all.insert(vals_all.end(), v1.begin(), v1.end());
+  const std::vector<device_column<Key>> kp{upload(k0, 0, devices[0]), upload(k1, 3, devices[1])};
+  const std::vector<device_column<std::int64_t>> vp{upload(v0, 0, devices[0]), upload(v1, 3, devices[1])};
+  options opts;
+  opts.direct_table = true;
+  const auto r = group_by_parts(devices, kp, vp, sum_count_min, opts);
+  using bound = bound_query<single_key<Key>, std::remove_const_t<decltype(sum_count_min)>, std::int64_t>;
+  check_equal(r.result, reference_group_by<bound>(std::span<const Key>(keys_all), std::span<const std::int64_t>(vals_all)));
+  check_stats(r.stats, keys_all.size(), r.result);
+  return r.stats;
+}
+
+}  // namespace
+
+TEST_CASE("split device input: direct addressing over the union of the parts' ranges, or hash tables everywhere") {
+  const auto seed = fresh_seed();
+  CAPTURE(seed);
+  std::mt19937_64 rng(seed);
+  two_devices().reset_participation();
+  constexpr std::size_t rows = 60'000;
+  constexpr std::size_t groups = 3'000;
+  for (const char* form : {"one-site", "by-owner"}) {
+    const merge_form_env forced(form);
+    CAPTURE(std::string(form));
+    {  // overlapping ranges, across zero
+      // Part 0: [-1500, 1499]; part 1: [-500, 2499]; the union [-1500, 2499], each part's
+      // extremes on rows its sample never reads.
+      const auto k0 = dense_part<std::int32_t>(-1500, groups, rows, rng);
+      const auto k1 = dense_part<std::int32_t>(-500, groups, rows, rng);
+      const auto stats = parts_on_device(k0, k1, forced);
+      for (const auto& d : stats.devices) {
+        CHECK(d.stats.direct_addressing);
+        CHECK(d.stats.key_range_lowest == static_cast<std::uint64_t>(std::int64_t{-1500}));
+        CHECK(d.stats.key_range_size == 4'000);
+      }
+    }
+    {  // 64-bit keys at the top of the type (the empty marker's word)
+      constexpr auto top = std::numeric_limits<std::uint64_t>::max();
+      const auto k0 = dense_part<std::uint64_t>(top - (groups - 1), groups, rows, rng);
+      const auto k1 = dense_part<std::uint64_t>(top - (groups - 1) - 700, groups, rows, rng);
+      const auto stats = parts_on_device(k0, k1, forced);
+      for (const auto& d : stats.devices) {
+        CHECK(d.stats.direct_addressing);
+        CHECK(d.stats.key_range_size == groups + 700);
+      }
+    }
+    {  // disjoint ranges far apart: the union's table would dwarf each hash table
+      const auto k0 = dense_part<std::uint32_t>(0, groups, rows, rng);
+      const auto k1 = dense_part<std::uint32_t>(std::uint32_t{1} << 30, groups, rows, rng);
+      const auto stats = parts_on_device(k0, k1, forced);
+      for (const auto& d : stats.devices) CHECK_FALSE(d.stats.direct_addressing);
+    }
+    {  // one dense part, one part of one hot key: hash tables everywhere, the dense part's set-up made again
+      const auto k0 = dense_part<std::uint32_t>(100, groups, rows, rng);
+      auto k1 = dense_part<std::uint32_t>(100, groups, rows, rng);
+      for (std::size_t row = 0; row < rows; row += 2) k1[row] = 777;
+      const auto stats = parts_on_device(k0, k1, forced);
+      for (const auto& d : stats.devices) CHECK_FALSE(d.stats.direct_addressing);
+    }
+  }
 }

@@ -19,6 +19,7 @@
 //   multi_device/block_queue.hpp  the shared queue of blocks
 //   multi_device/block_size.hpp   DECISION: a block's rows per device (the tail)
 //   multi_device/merge_site.hpp   DECISION: how and where the partials merge
+//   multi_device/direct_parts.hpp DECISION: whether the parts run direct addressing, over which range
 //   multi_device/participation.hpp DECISION: which members take part (slow ones sit out)
 //   multi_device/run.hpp          a member's thread; the merge; the statistics
 
@@ -26,6 +27,7 @@
 #include "multi_device/block_queue.hpp"
 #include "multi_device/block_size.hpp"
 #include "multi_device/device_set.hpp"
+#include "multi_device/direct_parts.hpp"
 #include "multi_device/merge_site.hpp"
 #include "multi_device/participation.hpp"
 #include "multi_device/run.hpp"
@@ -87,21 +89,78 @@ auto group_by_parts(const device_set& devices, const std::vector<KeyColumn>& key
     throw invalid_argument_error("group_by_parts: " + std::to_string(key_parts.size()) + " key parts and " +
                                  std::to_string(value_parts.size()) + " value parts");
   }
+  detail::check_parts(devices, key_parts.size(), opts);
+  const auto started = std::chrono::steady_clock::now();
+  const std::size_t n = devices.size();
   detail::cpu_members_read_in_place in_place;
-  for (std::size_t i = 0; i < key_parts.size() && i < devices.size(); ++i) {
-    in_place.add(devices[i], detail::column_list(key_parts[i], detail::as_value_tuple(value_parts[i])));
+  bool on_device = true;
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto columns = detail::column_list(key_parts[i], detail::as_value_tuple(value_parts[i]));
+    in_place.add(devices[i], columns);
+    on_device = on_device && columns.front().on_device();
   }
   detail::first_presize<finisher> early;
-  return detail::run_parts_on_devices(
-      devices, key_parts.size(), opts,
-      [&](std::size_t i, const options& mine) {
-        auto driver = make_driver(key_parts[i], value_parts[i], query, mine);
-        early.start(*driver);
-        return driver;
-      },
-      [&](auto& driver) { detail::run_query<tuner_params{}>(driver, opts); },
-      [&](auto& driver) { return finisher::finalize(driver, early.get()); },
-      [&](const auto& owners, auto&& each) { return finisher::finalize_owned(owners, early.get(), each); });
+  const auto finalize = [&](auto& driver) { return finisher::finalize(driver, early.get()); };
+  const auto finalize_owned = [&](const auto& owners, auto&& each) {
+    return finisher::finalize_owned(owners, early.get(), each);
+  };
+  const auto run = [](const options& how) {
+    return [&how](auto& driver) { detail::run_query<tuner_params{}>(driver, how); };
+  };
+  const auto started_here = [&](auto driver) {
+    early.start(*driver);
+    return driver;
+  };
+  const auto hashed_part = [&](std::size_t i, const options& mine) {
+    return started_here(detail::make_driver<Query>(key_parts[i], value_parts[i], mine, false));
+  };
+  (void)query;
+  if constexpr (detail::may_address_directly<Query, KeyColumn>) {
+    // Host parts never take direct addressing (the plan reads no range of host input): their
+    // members run their blocks as soon as each is set up.
+    if (!on_device) return detail::run_parts_on_devices(devices, started, {}, opts, hashed_part, run(opts), finalize, finalize_owned);
+    // Each member plans its part as group_by plans one device; where every plan takes direct
+    // addressing, the parts run it over the union of their ranges (multi_device/direct_parts.hpp).
+    std::vector<detail::direct_handover> handovers(n);
+    std::vector<device_share> planned(n);
+    auto hashed = detail::run_members(
+        devices, opts, planned,
+        [&](std::size_t i, const options& mine) {
+          return detail::make_driver<Query>(key_parts[i], value_parts[i], mine, false, nullptr, &handovers[i]);
+        },
+        [](std::size_t, auto&) {}, [] {});
+    std::vector<double> setup_before(n);
+    for (std::size_t i = 0; i < n; ++i) setup_before[i] = planned[i].setup_seconds;
+    const auto range = detail::common_direct_range(
+        handovers, [&](std::size_t i, const exact_key_range& r) { return hashed[i]->plan().direct_domain(r).has_value(); });
+    if (range) {
+      hashed.clear();
+      using key = typename bound::key;
+      using bits = typename key::bits_type;
+      options direct = opts;
+      direct.domain = key_domain(key::from_bits(static_cast<bits>(range->lowest)),
+                                 key::from_bits(static_cast<bits>(range->lowest + range->extent)));
+      // As group_by runs direct addressing (groupby.hpp: run_default_query): the plan's
+      // configurations as they are.
+      direct.autotune = false;
+      return detail::run_parts_on_devices(
+          devices, started, setup_before, direct,
+          [&](std::size_t i, const options& mine) {
+            return started_here(detail::make_driver<typename detail::direct_query_of<Query>::type>(
+                key_parts[i], value_parts[i], mine, false, nullptr, &handovers[i]));
+          },
+          run(direct), finalize, finalize_owned);
+    }
+    // Hash tables everywhere: a member whose set-up stopped for direct addressing sets up again.
+    return detail::run_parts_on_devices(
+        devices, started, setup_before, opts,
+        [&](std::size_t i, const options& mine) {
+          return hashed[i]->handed_over() ? hashed_part(i, mine) : started_here(std::move(hashed[i]));
+        },
+        run(opts), finalize, finalize_owned);
+  } else {
+    return detail::run_parts_on_devices(devices, started, {}, opts, hashed_part, run(opts), finalize, finalize_owned);
+  }
 }
 
 }  // namespace gpuagg

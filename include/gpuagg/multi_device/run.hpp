@@ -455,21 +455,26 @@ auto run_on_devices(const device_set& devices, const std::vector<column_data>& c
   return merge_and_finalize(drivers, std::move(shares), std::move(stats), finalize, finalize_owned, started);
 }
 
-/// Runs one query whose input is split into one part per member (`parts` of them): member i
-/// builds its driver over part i with `make(i, options)` and runs it as group_by runs one device
-/// (`run(driver)`: its own plan, and tuning when its part has the blocks for it); the partials
-/// then merge as above. The parts stay where the caller put them (a member's device memory, or
-/// host memory), so no member takes another's rows.
-template <class MakeDriver, class Run, class Finalize, class FinalizeOwned = one_site_only>
-auto run_parts_on_devices(const device_set& devices, std::size_t parts, const options& opts, MakeDriver&& make,
-                          Run&& run, Finalize&& finalize, FinalizeOwned&& finalize_owned = {}) {
-  using clock = std::chrono::steady_clock;
-  const auto started = clock::now();
+/// group_by_parts' arguments: a set with a member for each of `parts` parts.
+inline void check_parts(const device_set& devices, std::size_t parts, const options& opts) {
   check_device_set(devices, opts);
   if (parts != devices.size()) {
     throw invalid_argument_error("group_by_parts: " + std::to_string(parts) + " parts for a set of " +
                                  std::to_string(devices.size()) + " devices (one part per member, in its order)");
   }
+}
+
+/// Runs one query whose input is split into one part per member (`parts` of them): member i
+/// builds its driver over part i with `make(i, options)` and runs it as group_by runs one device
+/// (`run(driver)`: its own plan, and tuning when its part has the blocks for it); the partials
+/// then merge as above. The parts stay where the caller put them (a member's device memory, or
+/// host memory), so no member takes another's rows. `started`: when the query began;
+/// `setup_before[i]`: set-up member i did before this call (group_by_parts' plan of each part).
+template <class MakeDriver, class Run, class Finalize, class FinalizeOwned = one_site_only>
+auto run_parts_on_devices(const device_set& devices, std::chrono::steady_clock::time_point started,
+                          const std::vector<double>& setup_before, const options& opts, MakeDriver&& make, Run&& run,
+                          Finalize&& finalize, FinalizeOwned&& finalize_owned = {}) {
+  using clock = std::chrono::steady_clock;
   const std::size_t n = devices.size();
   std::vector<device_share> shares(n);
   std::atomic<bool> stop{false};
@@ -484,6 +489,7 @@ auto run_parts_on_devices(const device_set& devices, std::size_t parts, const op
   for (std::size_t i = 0; i < n; ++i) {
     shares[i].rows = drivers[i]->rows();
     shares[i].blocks = drivers[i]->stats().blocks.size();
+    if (i < setup_before.size()) shares[i].setup_seconds += setup_before[i];
   }
   return merge_and_finalize(drivers, std::move(shares), std::move(stats), finalize, finalize_owned, started);
 }
