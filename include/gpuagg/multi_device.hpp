@@ -23,6 +23,12 @@
 //   multi_device/participation.hpp DECISION: which members take part (slow ones sit out)
 //   multi_device/run.hpp          a member's thread; the merge; the statistics
 
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <vector>
+
 #include "groupby.hpp"
 #include "multi_device/block_queue.hpp"
 #include "multi_device/block_size.hpp"
@@ -105,7 +111,7 @@ auto group_by_parts(const device_set& devices, const std::vector<KeyColumn>& key
     return finisher::finalize_owned(owners, early.get(), each);
   };
   const auto run = [](const options& how) {
-    return [&how](auto& driver) { detail::run_query<tuner_params{}>(driver, how); };
+    return [&how](std::size_t, auto& driver) { detail::run_query<tuner_params{}>(driver, how); };
   };
   const auto started_here = [&](auto driver) {
     early.start(*driver);
@@ -116,21 +122,31 @@ auto group_by_parts(const device_set& devices, const std::vector<KeyColumn>& key
   };
   (void)query;
   if constexpr (detail::may_address_directly<Query, KeyColumn>) {
-    // Host parts never take direct addressing (the plan reads no range of host input): their
-    // members run their blocks as soon as each is set up.
-    if (!on_device) return detail::run_parts_on_devices(devices, started, {}, opts, hashed_part, run(opts), finalize, finalize_owned);
-    // Each member plans its part as group_by plans one device; where every plan takes direct
-    // addressing, the parts run it over the union of their ranges (multi_device/direct_parts.hpp).
+    // Host parts never take direct addressing (the plan reads no range of host input).
+    if (!on_device) {
+      return detail::run_parts_on_devices(devices, started, {}, opts, hashed_part, run(opts), finalize, finalize_owned);
+    }
+    // Each member plans its part as group_by plans one device. Direct addressing needs every
+    // member's plan to take it (multi_device/direct_parts.hpp), so a member whose plan keeps
+    // the hash table runs its part at once; one whose set-up handed over waits for the others'.
     std::vector<detail::direct_handover> handovers(n);
     std::vector<device_share> planned(n);
+    std::atomic<bool> stop{false};
     auto hashed = detail::run_members(
         devices, opts, planned,
         [&](std::size_t i, const options& mine) {
-          return detail::make_driver<Query>(key_parts[i], value_parts[i], mine, false, nullptr, &handovers[i]);
+          return started_here(
+              detail::make_driver<Query>(key_parts[i], value_parts[i], mine, false, nullptr, &handovers[i]));
         },
-        [](std::size_t, auto&) {}, [] {});
-    std::vector<double> setup_before(n);
-    for (std::size_t i = 0; i < n; ++i) setup_before[i] = planned[i].setup_seconds;
+        [&](std::size_t i, auto& driver) {
+          if (!driver.handed_over() && !stop.load()) run(opts)(i, driver);
+        },
+        [&stop] { stop.store(true); });
+    std::vector<bool> handed_over(n);
+    for (std::size_t i = 0; i < n; ++i) handed_over[i] = hashed[i]->handed_over();
+    if (std::find(handed_over.begin(), handed_over.end(), true) == handed_over.end()) {
+      return detail::merge_parts(hashed, std::move(planned), started, finalize, finalize_owned);
+    }
     const auto range = detail::common_direct_range(
         handovers, [&](std::size_t i, const exact_key_range& r) { return hashed[i]->plan().direct_domain(r).has_value(); });
     if (range) {
@@ -144,20 +160,24 @@ auto group_by_parts(const device_set& devices, const std::vector<KeyColumn>& key
       // configurations as they are.
       direct.autotune = false;
       return detail::run_parts_on_devices(
-          devices, started, setup_before, direct,
+          devices, started, planned, direct,
           [&](std::size_t i, const options& mine) {
-            return started_here(detail::make_driver<typename detail::direct_query_of<Query>::type>(
-                key_parts[i], value_parts[i], mine, false, nullptr, &handovers[i]));
+            return detail::make_driver<typename detail::direct_query_of<Query>::type>(
+                key_parts[i], value_parts[i], mine, false, nullptr, &handovers[i]);
           },
           run(direct), finalize, finalize_owned);
     }
-    // Hash tables everywhere: a member whose set-up stopped for direct addressing sets up again.
+    // Hash tables everywhere: a member whose set-up stopped for direct addressing sets up again
+    // and runs its part; the others ran theirs.
     return detail::run_parts_on_devices(
-        devices, started, setup_before, opts,
+        devices, started, planned, opts,
         [&](std::size_t i, const options& mine) {
-          return hashed[i]->handed_over() ? hashed_part(i, mine) : started_here(std::move(hashed[i]));
+          return handed_over[i] ? hashed_part(i, mine) : std::move(hashed[i]);
         },
-        run(opts), finalize, finalize_owned);
+        [&](std::size_t i, auto& driver) {
+          if (handed_over[i]) run(opts)(i, driver);
+        },
+        finalize, finalize_owned);
   } else {
     return detail::run_parts_on_devices(devices, started, {}, opts, hashed_part, run(opts), finalize, finalize_owned);
   }

@@ -464,34 +464,43 @@ inline void check_parts(const device_set& devices, std::size_t parts, const opti
   }
 }
 
-/// Runs one query whose input is split into one part per member (`parts` of them): member i
-/// builds its driver over part i with `make(i, options)` and runs it as group_by runs one device
-/// (`run(driver)`: its own plan, and tuning when its part has the blocks for it); the partials
-/// then merge as above. The parts stay where the caller put them (a member's device memory, or
-/// host memory), so no member takes another's rows. `started`: when the query began;
-/// `setup_before[i]`: set-up member i did before this call (group_by_parts' plan of each part).
+/// The partials of a query over parts merged (merge_and_finalize) once every member ran its part:
+/// `drivers[i]` over part i, `shares` with each member's set-up and run.
+template <class DriverPtr, class Finalize, class FinalizeOwned>
+auto merge_parts(std::vector<DriverPtr>& drivers, std::vector<device_share> shares,
+                 std::chrono::steady_clock::time_point started, Finalize&& finalize, FinalizeOwned&& finalize_owned) {
+  multi_device_stats stats;
+  stats.run_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  for (std::size_t i = 0; i < drivers.size(); ++i) {
+    shares[i].rows = drivers[i]->rows();
+    shares[i].blocks = drivers[i]->stats().blocks.size();
+  }
+  return merge_and_finalize(drivers, std::move(shares), std::move(stats), finalize, finalize_owned, started);
+}
+
+/// Runs one query whose input is split into one part per member: member i builds its driver
+/// over part i with `make(i, options)` and runs it as group_by runs one device (`run(i, driver)`:
+/// its own plan, and tuning when its part has the blocks for it); the partials then merge as
+/// above. The parts stay where the caller put them (a member's device memory, or host memory),
+/// so no member takes another's rows. `started`: when the query began; `before[i]`: member i's
+/// set-up and run before this call (group_by_parts' plan of each part), counted in its share.
 template <class MakeDriver, class Run, class Finalize, class FinalizeOwned = one_site_only>
 auto run_parts_on_devices(const device_set& devices, std::chrono::steady_clock::time_point started,
-                          const std::vector<double>& setup_before, const options& opts, MakeDriver&& make, Run&& run,
+                          const std::vector<device_share>& before, const options& opts, MakeDriver&& make, Run&& run,
                           Finalize&& finalize, FinalizeOwned&& finalize_owned = {}) {
-  using clock = std::chrono::steady_clock;
-  const std::size_t n = devices.size();
-  std::vector<device_share> shares(n);
+  std::vector<device_share> shares(devices.size());
   std::atomic<bool> stop{false};
   auto drivers = run_members(
       devices, opts, shares, make,
-      [&](std::size_t, auto& driver) {
-        if (!stop.load()) run(driver);
+      [&](std::size_t i, auto& driver) {
+        if (!stop.load()) run(i, driver);
       },
       [&stop] { stop.store(true); });
-  multi_device_stats stats;
-  stats.run_seconds = std::chrono::duration<double>(clock::now() - started).count();
-  for (std::size_t i = 0; i < n; ++i) {
-    shares[i].rows = drivers[i]->rows();
-    shares[i].blocks = drivers[i]->stats().blocks.size();
-    if (i < setup_before.size()) shares[i].setup_seconds += setup_before[i];
+  for (std::size_t i = 0; i < before.size() && i < shares.size(); ++i) {
+    shares[i].setup_seconds += before[i].setup_seconds;
+    shares[i].run_seconds += before[i].run_seconds;
   }
-  return merge_and_finalize(drivers, std::move(shares), std::move(stats), finalize, finalize_owned, started);
+  return merge_parts(drivers, std::move(shares), started, finalize, finalize_owned);
 }
 
 }  // namespace detail
