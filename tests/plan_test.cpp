@@ -242,6 +242,15 @@ TEST_CASE("tuning: on where the model is not sure, from the plan's start, never 
   CHECK_FALSE(plan(h100(), uniform_input(1), {}, wide).tuning().enabled);
   CHECK(plan(h100(), uniform_input(2), {}, wide).tuning().enabled);  // two keys of half the rows each
   CHECK(plan(unknown_gpu(), uniform_input(1), {}, packed).tuning().enabled);
+  // Direct addressing, whatever its shape: the entry's configurations, no search on slices (it
+  // is the hash table's loop without the key word); the generic entry still searches, and
+  // tuned_group_by (forced) tunes it.
+  query_shape direct = wide;
+  direct.identity_scheme = true;
+  direct.domain_size = 1 << 20;
+  CHECK_FALSE(plan(h100(), uniform_input(1 << 20), {}, direct).tuning().enabled);
+  CHECK(plan(h100(), uniform_input(1 << 20), {}, direct).tuning(true).enabled);
+  CHECK(plan(unknown_gpu(), uniform_input(1 << 20), {}, direct).tuning().enabled);
   // On a CPU, INDEPENDENT may start a search.
   const auto cpu = plan(pocl_cpu(), uniform_input(1 << 4));
   std::set<strategy_kind> strategies;

@@ -331,9 +331,6 @@ auto run_default_query(const KeyColumn& keys, const Values& values, const option
         const auto lowest = static_cast<bits>(handover.range->lowest);
         const auto highest = static_cast<bits>(handover.range->lowest + handover.range->extent);
         direct.domain = key_domain(key::from_bits(lowest), key::from_bits(highest));
-        // The configurations the plan's entry holds for the hash table's shape run direct
-        // addressing as they are; a search on slices, query after query, costs more than it finds.
-        direct.autotune = false;
         auto addressed =
             make_driver<typename direct_query_of<Query>::type>(keys, values, direct, restartable, nullptr, &handover);
         return run_and_finish<on_device>(*addressed, direct);

@@ -156,9 +156,6 @@ auto group_by_parts(const device_set& devices, const std::vector<KeyColumn>& key
       options direct = opts;
       direct.domain = key_domain(key::from_bits(static_cast<bits>(range->lowest)),
                                  key::from_bits(static_cast<bits>(range->lowest + range->extent)));
-      // As group_by runs direct addressing (groupby.hpp: run_default_query): the plan's
-      // configurations as they are.
-      direct.autotune = false;
       return detail::run_parts_on_devices(
           devices, started, planned, direct,
           [&](std::size_t i, const options& mine) {
