@@ -1017,6 +1017,23 @@ TEST_CASE("split device input: direct addressing over the union of the parts' ra
         CHECK(d.stats.key_range_size == 4'000);
       }
     }
+    {  // signed 64-bit keys, one part of negative keys and one from zero up: the union in the keys' order
+      const auto k0 = dense_part<std::int64_t>(-1500, groups, rows, rng);
+      const auto k1 = dense_part<std::int64_t>(0, groups, rows, rng);
+      const auto stats = parts_on_device(k0, k1, forced);
+      for (const auto& d : stats.devices) {
+        CHECK(d.stats.direct_addressing);
+        CHECK(d.stats.key_range_lowest == static_cast<std::uint64_t>(std::int64_t{-1500}));
+        CHECK(d.stats.key_range_size == 4'500);
+      }
+    }
+    {  // signed 16-bit keys from the type's lowest value and up to its highest, in two parts
+      const auto k0 = dense_part<std::int16_t>(-32768, groups, rows, rng);
+      const auto k1 = dense_part<std::int16_t>(static_cast<std::int16_t>(32767 - (groups - 1)), groups, rows, rng);
+      const auto stats = parts_on_device(k0, k1, forced);
+      // The union, every int16 key, makes a table larger than either part's hash table.
+      for (const auto& d : stats.devices) CHECK_FALSE(d.stats.direct_addressing);
+    }
     {  // 64-bit keys at the top of the type (the empty marker's word)
       constexpr auto top = std::numeric_limits<std::uint64_t>::max();
       const auto k0 = dense_part<std::uint64_t>(top - (groups - 1), groups, rows, rng);

@@ -27,6 +27,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstddef>
+#include <type_traits>
 #include <vector>
 
 #include "groupby.hpp"
@@ -147,12 +148,15 @@ auto group_by_parts(const device_set& devices, const std::vector<KeyColumn>& key
     if (std::find(handed_over.begin(), handed_over.end(), true) == handed_over.end()) {
       return detail::merge_parts(hashed, std::move(planned), started, finalize, finalize_owned);
     }
-    const auto range = detail::common_direct_range(
-        handovers, [&](std::size_t i, const exact_key_range& r) { return hashed[i]->plan().direct_domain(r).has_value(); });
+    using key = typename bound::key;
+    using bits = typename key::bits_type;
+    const std::uint64_t sign_bit =
+        std::is_signed_v<typename key::value_type> ? std::uint64_t{1} << (8 * sizeof(bits) - 1) : 0;
+    const auto range = detail::common_direct_range(handovers, sign_bit, [&](std::size_t i, const exact_key_range& r) {
+      return hashed[i]->plan().direct_domain(r).has_value();
+    });
     if (range) {
       hashed.clear();
-      using key = typename bound::key;
-      using bits = typename key::bits_type;
       options direct = opts;
       direct.domain = key_domain(key::from_bits(static_cast<bits>(range->lowest)),
                                  key::from_bits(static_cast<bits>(range->lowest + range->extent)));

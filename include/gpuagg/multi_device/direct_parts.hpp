@@ -24,23 +24,25 @@ namespace gpuagg::detail {
 
 /// The range every part addresses directly, or nothing (every part keeps its hash table):
 /// the union of the members' ranges, where each member's set-up handed its part over to direct
-/// addressing (`handovers`) and `takes(i, range)` says member i's plan takes the union.
+/// addressing (`handovers`) and `takes(i, range)` says member i's plan takes the union. A range
+/// starts at a key's word and runs `extent` keys on in the key's order, which for a signed key is
+/// its words with the top bit (`sign_bit`; 0 for an unsigned key) flipped: the union is taken in
+/// that order, so that ranges on both sides of zero, or of the word's wrap, join as keys do.
 template <class Takes>
-std::optional<exact_key_range> common_direct_range(const std::vector<direct_handover>& handovers, Takes&& takes) {
-  std::optional<exact_key_range> all;
-  for (const auto& h : handovers) {
-    if (!h.range) return std::nullopt;
-    if (!all) {
-      all = *h.range;
-      continue;
-    }
-    const std::uint64_t lowest = std::min(all->lowest, h.range->lowest);
-    const std::uint64_t highest = std::max(all->lowest + all->extent, h.range->lowest + h.range->extent);
-    all = exact_key_range{lowest, highest - lowest};
-  }
-  if (!all) return std::nullopt;
+std::optional<exact_key_range> common_direct_range(const std::vector<direct_handover>& handovers,
+                                                   std::uint64_t sign_bit, Takes&& takes) {
+  std::uint64_t lowest = 0, highest = 0;  // in the key's order
   for (std::size_t i = 0; i < handovers.size(); ++i) {
-    if (!takes(i, *all)) return std::nullopt;
+    const auto& range = handovers[i].range;
+    if (!range) return std::nullopt;
+    const std::uint64_t low = range->lowest ^ sign_bit;
+    lowest = i == 0 ? low : std::min(lowest, low);
+    highest = i == 0 ? low + range->extent : std::max(highest, low + range->extent);
+  }
+  if (handovers.empty()) return std::nullopt;
+  const exact_key_range all{lowest ^ sign_bit, highest - lowest};
+  for (std::size_t i = 0; i < handovers.size(); ++i) {
+    if (!takes(i, all)) return std::nullopt;
   }
   return all;
 }
