@@ -1059,3 +1059,34 @@ TEST_CASE("split device input: direct addressing over the union of the parts' ra
     }
   }
 }
+
+TEST_CASE("the parts' common range: the union in the keys' order, only where every plan takes it") {
+  const auto handed = [](std::uint64_t lowest, std::uint64_t extent) {
+    detail::direct_handover h;
+    h.range = exact_key_range{lowest, extent};
+    return h;
+  };
+  const auto all = [](std::size_t, const exact_key_range&) { return true; };
+  // Unsigned 32-bit words: [10, 20] and [15, 40] make [10, 40].
+  auto r = detail::common_direct_range({handed(10, 10), handed(15, 25)}, 0, all);
+  REQUIRE(r);
+  CHECK(r->lowest == 10);
+  CHECK(r->extent == 30);
+  // int32 words: [-10, 5] (word 0xFFFFFFF6) and [3, 20] make [-10, 20], 31 keys.
+  constexpr std::uint64_t sign32 = std::uint64_t{1} << 31;
+  r = detail::common_direct_range({handed(0xFFFFFFF6u, 15), handed(3, 17)}, sign32, all);
+  REQUIRE(r);
+  CHECK(r->lowest == 0xFFFFFFF6u);
+  CHECK(r->extent == 30);
+  // int64 words: [INT64_MIN, INT64_MIN + 4] and [INT64_MAX - 4, INT64_MAX]: every key between.
+  constexpr std::uint64_t sign64 = std::uint64_t{1} << 63;
+  r = detail::common_direct_range({handed(sign64, 4), handed(sign64 - 5, 4)}, sign64, all);
+  REQUIRE(r);
+  CHECK(r->lowest == sign64);
+  CHECK(r->extent == ~std::uint64_t{0});
+  // A member whose plan kept the hash table, or one that does not take the union: none.
+  CHECK_FALSE(detail::common_direct_range({handed(0, 9), detail::direct_handover{}}, 0, all));
+  CHECK_FALSE(detail::common_direct_range(
+      {handed(0, 9), handed(5, 9)}, 0, [](std::size_t i, const exact_key_range&) { return i == 0; }));
+  CHECK_FALSE(detail::common_direct_range({}, 0, all));
+}
