@@ -1090,3 +1090,30 @@ TEST_CASE("the parts' common range: the union in the keys' order, only where eve
       {handed(0, 9), handed(5, 9)}, 0, [](std::size_t i, const exact_key_range&) { return i == 0; }));
   CHECK_FALSE(detail::common_direct_range({}, 0, all));
 }
+
+TEST_CASE("which members copy host columns as they lie: CPUs always, GPUs from a peer's pinned memory") {
+  device_info cpu;
+  cpu.architecture = "cpu";
+  device_info gpu;
+  gpu.architecture = "sm_90";
+  gpu.is_gpu = true;
+  CHECK(detail::reads_host_in_place(cpu, false));
+  CHECK(detail::reads_host_in_place(cpu, true));
+  CHECK_FALSE(detail::reads_host_in_place(gpu, false));  // pageable memory, or another platform's pinned: staged
+  CHECK(detail::reads_host_in_place(gpu, true));         // pinned by a member of its platform: its DMA reads it
+  // On the set here (PoCL's CPU devices, or one device twice), every member reads a pinned_array
+  // of the first member's context in place while the query runs, and no longer after it.
+  const auto& devices = two_devices();
+  pinned_array<std::uint32_t> keys(devices[0], 1000), vals(devices[0], 1000);
+  for (std::uint32_t i = 0; i < 1000; ++i) keys[i] = vals[i] = i % 7;
+  const std::vector<detail::column_data> columns = detail::column_list(
+      std::span<const std::uint32_t>(keys), detail::as_value_tuple(std::span<const std::uint32_t>(vals)));
+  const bool cpu_member = devices[1].info().architecture == "cpu";
+  {
+    const detail::members_read_in_place in_place(devices, columns);
+    CHECK(devices[1].is_pinned(keys.data(), 1000 * sizeof(std::uint32_t)) ==
+          (cpu_member || devices[1].info().platform_name == devices[0].info().platform_name));
+  }
+  CHECK_FALSE(devices[1].is_pinned(keys.data(), 1000 * sizeof(std::uint32_t)));
+  CHECK(devices[0].is_pinned(keys.data(), 1000 * sizeof(std::uint32_t)));  // its own, kept
+}

@@ -20,6 +20,7 @@
 //   multi_device/block_size.hpp   DECISION: a block's rows per device (the tail)
 //   multi_device/merge_site.hpp   DECISION: how and where the partials merge
 //   multi_device/direct_parts.hpp DECISION: whether the parts run direct addressing, over which range
+//   multi_device/host_reads.hpp   DECISION: which members copy host columns as they lie (no staging)
 //   multi_device/participation.hpp DECISION: which members take part (slow ones sit out)
 //   multi_device/run.hpp          a member's thread; the merge; the statistics
 
@@ -35,6 +36,7 @@
 #include "multi_device/block_size.hpp"
 #include "multi_device/device_set.hpp"
 #include "multi_device/direct_parts.hpp"
+#include "multi_device/host_reads.hpp"
 #include "multi_device/merge_site.hpp"
 #include "multi_device/participation.hpp"
 #include "multi_device/run.hpp"
@@ -99,11 +101,11 @@ auto group_by_parts(const device_set& devices, const std::vector<KeyColumn>& key
   detail::check_parts(devices, key_parts.size(), opts);
   const auto started = std::chrono::steady_clock::now();
   const std::size_t n = devices.size();
-  detail::cpu_members_read_in_place in_place;
+  detail::members_read_in_place in_place;
   bool on_device = true;
   for (std::size_t i = 0; i < n; ++i) {
     const auto columns = detail::column_list(key_parts[i], detail::as_value_tuple(value_parts[i]));
-    in_place.add(devices[i], columns);
+    in_place.add(devices, i, columns);
     on_device = on_device && columns.front().on_device();
   }
   detail::first_presize<finisher> early;

@@ -28,6 +28,7 @@
 #include "../runtime/readback.hpp"
 #include "block_queue.hpp"
 #include "device_set.hpp"
+#include "host_reads.hpp"
 #include "merge_site.hpp"
 
 namespace gpuagg {
@@ -88,37 +89,6 @@ struct multi_device_result {
 };
 
 namespace detail {
-
-/// For the members that are CPU devices, host columns count as pinned memory of that member's
-/// context while the query runs: a CPU device reads host memory as it is, and the staging copy
-/// that a GPU's DMA needs would only be a second pass over the same memory bus.
-class cpu_members_read_in_place {
- public:
-  cpu_members_read_in_place() = default;
-  /// Every CPU member reads every one of `columns` (a shared queue hands any rows to any member).
-  cpu_members_read_in_place(const device_set& devices, const std::vector<column_data>& columns) {
-    for (std::size_t i = 0; i < devices.size(); ++i) add(devices[i], columns);
-  }
-  cpu_members_read_in_place(const cpu_members_read_in_place&) = delete;
-  cpu_members_read_in_place& operator=(const cpu_members_read_in_place&) = delete;
-  ~cpu_members_read_in_place() {
-    for (const auto& [ctx, data] : registered_) ctx->unregister_pinned(data);
-  }
-
-  /// `ctx` reads `columns` (when it is a CPU device).
-  void add(context& ctx, const std::vector<column_data>& columns) {
-    if (ctx.info().architecture != "cpu") return;
-    for (const auto& c : columns) {
-      const std::uint64_t bytes = std::uint64_t(c.rows) * c.element_size;
-      if (c.host == nullptr || bytes == 0 || ctx.is_pinned(c.host, bytes)) continue;
-      ctx.register_pinned(c.host, bytes);
-      registered_.emplace_back(&ctx, c.host);
-    }
-  }
-
- private:
-  std::vector<std::pair<context*, const void*>> registered_;
-};
 
 /// The first failure of any member; later ones (often consequences) are dropped.
 class first_failure {
@@ -413,7 +383,7 @@ auto run_on_devices(const device_set& devices, const std::vector<column_data>& c
     }
   }
   const std::uint64_t rows = columns.empty() ? 0 : columns.front().rows;
-  const cpu_members_read_in_place in_place(devices, columns);
+  const members_read_in_place in_place(devices, columns);
 
   const std::size_t n = devices.size();
   std::vector<device_share> shares(n);
