@@ -971,10 +971,11 @@ std::vector<Key> dense_part(Key lowest, std::size_t groups, std::size_t rows, st
   return keys;
 }
 
-/// group_by_parts over two device parts with direct addressing allowed on any device: the result
-/// against the reference, and whether both members ran direct addressing.
+/// group_by_parts over two device parts with options::direct_table (true: direct addressing
+/// allowed on any device): the result against the reference, and the query's statistics.
 template <class Key>
-auto parts_on_device(const std::vector<Key>& k0, const std::vector<Key>& k1, const merge_form_env&) {
+auto parts_on_device(const std::vector<Key>& k0, const std::vector<Key>& k1, const merge_form_env&,
+                     std::optional<bool> direct_table = true) {
   const auto& devices = two_devices();
   std::mt19937_64 rng(fresh_seed());
   const auto v0 = random_values<std::int64_t>(k0.size(), rng), v1 = random_values<std::int64_t>(k1.size(), rng);
@@ -985,7 +986,7 @@ auto parts_on_device(const std::vector<Key>& k0, const std::vector<Key>& k1, con
   const std::vector<device_column<Key>> kp{upload(k0, 0, devices[0]), upload(k1, 3, devices[1])};
   const std::vector<device_column<std::int64_t>> vp{upload(v0, 0, devices[0]), upload(v1, 3, devices[1])};
   options opts;
-  opts.direct_table = true;
+  opts.direct_table = direct_table;
   const auto r = group_by_parts(devices, kp, vp, sum_count_min, opts);
   using bound = bound_query<single_key<Key>, std::remove_const_t<decltype(sum_count_min)>, std::int64_t>;
   check_equal(r.result, reference_group_by<bound>(std::span<const Key>(keys_all), std::span<const std::int64_t>(vals_all)));
@@ -1116,4 +1117,46 @@ TEST_CASE("which members copy host columns as they lie: CPUs always, GPUs from a
   }
   CHECK_FALSE(devices[1].is_pinned(keys.data(), 1000 * sizeof(std::uint32_t)));
   CHECK(devices[0].is_pinned(keys.data(), 1000 * sizeof(std::uint32_t)));  // its own, kept
+}
+
+TEST_CASE("split device input, drawn at random: part sizes, key ranges, skew, merge form, direct addressing on or off") {
+  const auto seed = fresh_seed();
+  CAPTURE(seed);
+  std::mt19937_64 rng(seed);
+  two_devices().reset_participation();
+  std::size_t direct_cases = 0;
+  constexpr int rounds = 16;
+  for (int round = 0; round < rounds; ++round) {
+    CAPTURE(round);
+    const merge_form_env forced(rng() % 2 ? "one-site" : "by-owner");
+    // Each part: no rows, a few rows, or more than the key sample reads; a dense range at a
+    // random place (both signs), shifted against the other part's by up to its width, or one hot key.
+    const std::size_t groups = 2 + rng() % 5000;
+    const auto base = static_cast<std::int64_t>(rng() % 2'000'000) - 1'000'000;
+    std::vector<std::int64_t> parts[2];
+    for (int p = 0; p < 2; ++p) {
+      const std::size_t pick = rng() % 8;
+      const std::size_t rows = pick == 0 ? 0 : pick == 1 ? 1 + rng() % 100 : 50'001 + rng() % 30'000;
+      const std::int64_t shift = p == 0 ? 0 : static_cast<std::int64_t>(rng() % (2 * groups)) - std::int64_t(groups);
+      parts[p] = rows > 2 && groups > 2 ? dense_part<std::int64_t>(base + shift, groups, rows, rng)
+                                        : std::vector<std::int64_t>(rows, base);
+      if (rng() % 8 == 0) {
+        for (std::size_t row = 0; row < parts[p].size(); row += 2) parts[p][row] = base + 1;  // half the rows one key
+      }
+    }
+    CAPTURE(groups);
+    CAPTURE(parts[0].size());
+    CAPTURE(parts[1].size());
+    const std::size_t setting = rng() % 4;  // the option set on (half the rounds), off, or left to the device
+    const std::optional<bool> direct_table = setting <= 1 ? std::optional<bool>(true)
+                                             : setting == 2 ? std::optional<bool>(false)
+                                                            : std::nullopt;
+    CAPTURE(setting);
+    const auto stats = parts_on_device(parts[0], parts[1], forced, direct_table);
+    const bool direct = stats.devices[0].stats.direct_addressing;
+    CHECK(stats.devices[1].stats.direct_addressing == direct);  // both members, or neither
+    if (direct_table == false) CHECK_FALSE(direct);
+    direct_cases += direct ? 1 : 0;
+  }
+  MESSAGE("rounds with direct addressing on both parts: " << direct_cases << " of " << rounds);
 }
