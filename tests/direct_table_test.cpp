@@ -13,9 +13,8 @@ using namespace gpuagg_test;
 
 namespace {
 
-// 60,000 rows: the key sample reads rows 3i and 3i + 1 for i < 16384 (below row 49,154).
+// 60,000 rows, the last 10,000 of them beyond the key sample (support.hpp: unsampled_from).
 constexpr std::size_t rows = 60'000;
-constexpr std::size_t unsampled_from = 50'000;
 
 options direct_options() {
   options opts;
@@ -23,26 +22,11 @@ options direct_options() {
   return opts;
 }
 
-/// Keys of the range [base, base + groups - 1] (the key's words, modulo the type): every key but
-/// the two extremes drawn uniformly, the extremes on a few rows the sample never reads.
-template <class Key>
-std::vector<Key> dense_keys(Key base, std::size_t groups, std::mt19937_64& rng) {
-  using bits = std::make_unsigned_t<Key>;
-  std::vector<Key> keys(rows);
-  const auto key_at = [&](std::size_t i) { return static_cast<Key>(static_cast<bits>(static_cast<bits>(base) + i)); };
-  std::uniform_int_distribution<std::size_t> interior(groups > 2 ? 1 : 0, groups > 2 ? groups - 2 : groups - 1);
-  for (std::size_t row = 0; row < unsampled_from; ++row) keys[row] = key_at(interior(rng));
-  for (std::size_t row = unsampled_from; row < rows; ++row) {
-    keys[row] = row % 7 == 0 ? key_at(0) : row % 7 == 1 ? key_at(groups - 1) : key_at(interior(rng));
-  }
-  return keys;
-}
-
 template <class Key>
 void check_direct(Key base, std::size_t groups, std::mt19937_64& rng) {
   CAPTURE(show(base));
   CAPTURE(groups);
-  const auto keys = dense_keys(base, groups, rng);
+  const auto keys = dense_range_keys(base, groups, rows, rng);
   const auto values = random_values<std::int64_t>(rows, rng);
   using bound = bound_query<single_key<Key>, std::remove_const_t<decltype(sum_count_min)>, std::int64_t>;
   const auto expected = reference_group_by<bound>(std::span<const Key>(keys), std::span<const std::int64_t>(values));
@@ -91,7 +75,7 @@ TEST_CASE("direct addressing: the device result, and a WHERE clause with average
   const auto seed = fresh_seed();
   CAPTURE(seed);
   std::mt19937_64 rng(seed);
-  const auto keys = dense_keys<std::int32_t>(-5'000, 12'000, rng);
+  const auto keys = dense_range_keys<std::int32_t>(-5'000, 12'000, rows, rng);
   const auto a = random_values<std::int64_t>(rows, rng);
   std::vector<std::int32_t> b(rows);
   for (auto& x : b) x = static_cast<std::int32_t>(rng() % 400);
@@ -139,7 +123,7 @@ TEST_CASE("the hash table stays where direct addressing would not pay, and every
     check_equal(r, expected);
     return r.stats;
   };
-  const auto dense = dense_keys<std::uint32_t>(1'000, 20'000, rng);
+  const auto dense = dense_range_keys<std::uint32_t>(1'000, 20'000, rows, rng);
   CHECK(run(dense, direct_options(), true).direct_addressing);
   // Host input: no pass over the keys before its first copies.
   CHECK_FALSE(run(dense, direct_options(), false).direct_addressing);

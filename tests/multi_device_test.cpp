@@ -954,23 +954,6 @@ TEST_CASE("sub-devices of one device as the members") {
 
 namespace {
 
-/// `rows` keys of [lowest, lowest + groups - 1] (words modulo the type), each drawn uniformly,
-/// the two extremes on rows the key sample never reads (it reads rows 3i and 3i + 1 for
-/// i < 16384, below row 49,154).
-template <class Key>
-std::vector<Key> dense_part(Key lowest, std::size_t groups, std::size_t rows, std::mt19937_64& rng) {
-  using bits = std::make_unsigned_t<Key>;
-  const auto key_at = [&](std::size_t i) { return static_cast<Key>(static_cast<bits>(static_cast<bits>(lowest) + i)); };
-  std::uniform_int_distribution<std::size_t> interior(1, groups - 2);
-  std::vector<Key> keys(rows);
-  for (std::size_t row = 0; row < rows; ++row) {
-    keys[row] = row >= 50'000 && row % 5 == 0 ? key_at(0)
-                : row >= 50'000 && row % 5 == 1 ? key_at(groups - 1)
-                                                 : key_at(interior(rng));
-  }
-  return keys;
-}
-
 /// group_by_parts over two device parts with options::direct_table (true: direct addressing
 /// allowed on any device): the result against the reference, and the query's statistics.
 template <class Key>
@@ -1009,8 +992,8 @@ TEST_CASE("split device input: direct addressing over the union of the parts' ra
     {  // overlapping ranges, across zero
       // Part 0: [-1500, 1499]; part 1: [-500, 2499]; the union [-1500, 2499], each part's
       // extremes on rows its sample never reads.
-      const auto k0 = dense_part<std::int32_t>(-1500, groups, rows, rng);
-      const auto k1 = dense_part<std::int32_t>(-500, groups, rows, rng);
+      const auto k0 = dense_range_keys<std::int32_t>(-1500, groups, rows, rng);
+      const auto k1 = dense_range_keys<std::int32_t>(-500, groups, rows, rng);
       const auto stats = parts_on_device(k0, k1, forced);
       for (const auto& d : stats.devices) {
         CHECK(d.stats.direct_addressing);
@@ -1019,8 +1002,8 @@ TEST_CASE("split device input: direct addressing over the union of the parts' ra
       }
     }
     {  // signed 64-bit keys, one part of negative keys and one from zero up: the union in the keys' order
-      const auto k0 = dense_part<std::int64_t>(-1500, groups, rows, rng);
-      const auto k1 = dense_part<std::int64_t>(0, groups, rows, rng);
+      const auto k0 = dense_range_keys<std::int64_t>(-1500, groups, rows, rng);
+      const auto k1 = dense_range_keys<std::int64_t>(0, groups, rows, rng);
       const auto stats = parts_on_device(k0, k1, forced);
       for (const auto& d : stats.devices) {
         CHECK(d.stats.direct_addressing);
@@ -1029,16 +1012,16 @@ TEST_CASE("split device input: direct addressing over the union of the parts' ra
       }
     }
     {  // signed 16-bit keys from the type's lowest value and up to its highest, in two parts
-      const auto k0 = dense_part<std::int16_t>(-32768, groups, rows, rng);
-      const auto k1 = dense_part<std::int16_t>(static_cast<std::int16_t>(32767 - (groups - 1)), groups, rows, rng);
+      const auto k0 = dense_range_keys<std::int16_t>(-32768, groups, rows, rng);
+      const auto k1 = dense_range_keys<std::int16_t>(static_cast<std::int16_t>(32767 - (groups - 1)), groups, rows, rng);
       const auto stats = parts_on_device(k0, k1, forced);
       // The union, every int16 key, makes a table larger than either part's hash table.
       for (const auto& d : stats.devices) CHECK_FALSE(d.stats.direct_addressing);
     }
     {  // 64-bit keys at the top of the type (the empty marker's word)
       constexpr auto top = std::numeric_limits<std::uint64_t>::max();
-      const auto k0 = dense_part<std::uint64_t>(top - (groups - 1), groups, rows, rng);
-      const auto k1 = dense_part<std::uint64_t>(top - (groups - 1) - 700, groups, rows, rng);
+      const auto k0 = dense_range_keys<std::uint64_t>(top - (groups - 1), groups, rows, rng);
+      const auto k1 = dense_range_keys<std::uint64_t>(top - (groups - 1) - 700, groups, rows, rng);
       const auto stats = parts_on_device(k0, k1, forced);
       for (const auto& d : stats.devices) {
         CHECK(d.stats.direct_addressing);
@@ -1046,14 +1029,14 @@ TEST_CASE("split device input: direct addressing over the union of the parts' ra
       }
     }
     {  // disjoint ranges far apart: the union's table would dwarf each hash table
-      const auto k0 = dense_part<std::uint32_t>(0, groups, rows, rng);
-      const auto k1 = dense_part<std::uint32_t>(std::uint32_t{1} << 30, groups, rows, rng);
+      const auto k0 = dense_range_keys<std::uint32_t>(0, groups, rows, rng);
+      const auto k1 = dense_range_keys<std::uint32_t>(std::uint32_t{1} << 30, groups, rows, rng);
       const auto stats = parts_on_device(k0, k1, forced);
       for (const auto& d : stats.devices) CHECK_FALSE(d.stats.direct_addressing);
     }
     {  // one dense part, one part of one hot key: hash tables everywhere, the dense part's set-up made again
-      const auto k0 = dense_part<std::uint32_t>(100, groups, rows, rng);
-      auto k1 = dense_part<std::uint32_t>(100, groups, rows, rng);
+      const auto k0 = dense_range_keys<std::uint32_t>(100, groups, rows, rng);
+      auto k1 = dense_range_keys<std::uint32_t>(100, groups, rows, rng);
       for (std::size_t row = 0; row < rows; row += 2) k1[row] = 777;
       const auto stats = parts_on_device(k0, k1, forced);
       for (const auto& d : stats.devices) CHECK_FALSE(d.stats.direct_addressing);
@@ -1138,7 +1121,7 @@ TEST_CASE("split device input, drawn at random: part sizes, key ranges, skew, me
       const std::size_t pick = rng() % 8;
       const std::size_t rows = pick == 0 ? 0 : pick == 1 ? 1 + rng() % 100 : 50'001 + rng() % 30'000;
       const std::int64_t shift = p == 0 ? 0 : static_cast<std::int64_t>(rng() % (2 * groups)) - std::int64_t(groups);
-      parts[p] = rows > 2 && groups > 2 ? dense_part<std::int64_t>(base + shift, groups, rows, rng)
+      parts[p] = rows > 2 && groups > 2 ? dense_range_keys<std::int64_t>(base + shift, groups, rows, rng)
                                         : std::vector<std::int64_t>(rows, base);
       if (rng() % 8 == 0) {
         for (std::size_t row = 0; row < parts[p].size(); row += 2) parts[p][row] = base + 1;  // half the rows one key

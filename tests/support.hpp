@@ -352,4 +352,26 @@ void check_equal(gpuagg::result<Key, Outputs...> actual, const gpuagg::result<Ke
   }(std::index_sequence_for<Outputs...>{});
 }
 
+
+/// The key sample reads rows 3i and 3i + 1 for i < 16384 (below row 49,154): rows from here on
+/// are rows it never reads.
+inline constexpr std::size_t unsampled_from = 50'000;
+
+/// `rows` keys of the range [lowest, lowest + groups - 1] (the key's words, modulo the type):
+/// every key but the two extremes drawn uniformly, the extremes on a few rows from unsampled_from
+/// on, which the key sample never reads (none where `rows` ends before them).
+template <class Key>
+std::vector<Key> dense_range_keys(Key lowest, std::size_t groups, std::size_t rows, std::mt19937_64& rng) {
+  using bits = std::make_unsigned_t<Key>;
+  std::vector<Key> keys(rows);
+  const auto key_at = [&](std::size_t i) { return static_cast<Key>(static_cast<bits>(static_cast<bits>(lowest) + i)); };
+  std::uniform_int_distribution<std::size_t> interior(groups > 2 ? 1 : 0, groups > 2 ? groups - 2 : groups - 1);
+  for (std::size_t row = 0; row < rows; ++row) {
+    keys[row] = row >= unsampled_from && row % 7 == 0   ? key_at(0)
+                : row >= unsampled_from && row % 7 == 1 ? key_at(groups - 1)
+                                                        : key_at(interior(rng));
+  }
+  return keys;
+}
+
 }  // namespace gpuagg_test

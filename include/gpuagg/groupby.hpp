@@ -297,6 +297,14 @@ template <class Query, class KeyColumn>
 inline constexpr bool may_address_directly =
     !Query::scheme::is_identity && key_policy_for<KeyColumn>::type::columns == 1;
 
+/// options::domain for direct addressing over `range`, words of key policy `Key`.
+template <class Key>
+key_domain domain_over(const exact_key_range& range) {
+  using bits = typename Key::bits_type;
+  return key_domain(Key::from_bits(static_cast<bits>(range.lowest)),
+                    Key::from_bits(static_cast<bits>(range.lowest + range.extent)));
+}
+
 /// Runs a driver the plan's way (tuned where it says so) and finishes its result.
 template <bool on_device, class Driver>
 auto run_and_finish(Driver& driver, const options& opts) {
@@ -325,12 +333,8 @@ auto run_default_query(const KeyColumn& keys, const Values& values, const option
     if constexpr (may_switch) {
       if (driver->handed_over()) {
         driver.reset();
-        using key = typename key_policy_for<KeyColumn>::type;
-        using bits = typename key::bits_type;
         options direct = opts;
-        const auto lowest = static_cast<bits>(handover.range->lowest);
-        const auto highest = static_cast<bits>(handover.range->lowest + handover.range->extent);
-        direct.domain = key_domain(key::from_bits(lowest), key::from_bits(highest));
+        direct.domain = domain_over<typename key_policy_for<KeyColumn>::type>(*handover.range);
         auto addressed =
             make_driver<typename direct_query_of<Query>::type>(keys, values, direct, restartable, nullptr, &handover);
         return run_and_finish<on_device>(*addressed, direct);

@@ -24,7 +24,6 @@
 //   multi_device/participation.hpp DECISION: which members take part (slow ones sit out)
 //   multi_device/run.hpp          a member's thread; the merge; the statistics
 
-#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstddef>
@@ -124,66 +123,62 @@ auto group_by_parts(const device_set& devices, const std::vector<KeyColumn>& key
     return started_here(detail::make_driver<Query>(key_parts[i], value_parts[i], mine, false));
   };
   (void)query;
+  // Host parts never take direct addressing (the plan reads no range of host input).
   if constexpr (detail::may_address_directly<Query, KeyColumn>) {
-    // Host parts never take direct addressing (the plan reads no range of host input).
-    if (!on_device) {
-      return detail::run_parts_on_devices(devices, started, {}, opts, hashed_part, run(opts), finalize, finalize_owned);
-    }
-    // Each member plans its part as group_by plans one device. Direct addressing needs every
-    // member's plan to take it (multi_device/direct_parts.hpp), so a member whose plan keeps
-    // the hash table runs its part at once; one whose set-up handed over waits for the others'.
-    std::vector<detail::direct_handover> handovers(n);
-    std::vector<device_share> planned(n);
-    std::atomic<bool> stop{false};
-    auto hashed = detail::run_members(
-        devices, opts, planned,
-        [&](std::size_t i, const options& mine) {
-          return started_here(
-              detail::make_driver<Query>(key_parts[i], value_parts[i], mine, false, nullptr, &handovers[i]));
-        },
-        [&](std::size_t i, auto& driver) {
-          if (!driver.handed_over() && !stop.load()) run(opts)(i, driver);
-        },
-        [&stop] { stop.store(true); });
-    std::vector<bool> handed_over(n);
-    for (std::size_t i = 0; i < n; ++i) handed_over[i] = hashed[i]->handed_over();
-    if (std::find(handed_over.begin(), handed_over.end(), true) == handed_over.end()) {
-      return detail::merge_parts(hashed, std::move(planned), started, finalize, finalize_owned);
-    }
-    using key = typename bound::key;
-    using bits = typename key::bits_type;
-    const std::uint64_t sign_bit =
-        std::is_signed_v<typename key::value_type> ? std::uint64_t{1} << (8 * sizeof(bits) - 1) : 0;
-    const auto range = detail::common_direct_range(handovers, sign_bit, [&](std::size_t i, const exact_key_range& r) {
-      return hashed[i]->plan().direct_domain(r).has_value();
-    });
-    if (range) {
-      hashed.clear();
-      options direct = opts;
-      direct.domain = key_domain(key::from_bits(static_cast<bits>(range->lowest)),
-                                 key::from_bits(static_cast<bits>(range->lowest + range->extent)));
-      return detail::run_parts_on_devices(
-          devices, started, planned, direct,
+    if (on_device) {
+      // Each member plans its part as group_by plans one device. Direct addressing needs every
+      // member's plan to take it (multi_device/direct_parts.hpp), so a member whose plan keeps
+      // the hash table runs its part at once; one whose set-up handed over (its handover holds
+      // a range) waits for the others'.
+      std::vector<detail::direct_handover> handovers(n);
+      const auto handed_over = [&](std::size_t i) { return handovers[i].range.has_value(); };
+      std::vector<device_share> planned(n);
+      std::atomic<bool> stop{false};
+      auto hashed = detail::run_members(
+          devices, opts, planned,
           [&](std::size_t i, const options& mine) {
-            return detail::make_driver<typename detail::direct_query_of<Query>::type>(
-                key_parts[i], value_parts[i], mine, false, nullptr, &handovers[i]);
+            return started_here(
+                detail::make_driver<Query>(key_parts[i], value_parts[i], mine, false, nullptr, &handovers[i]));
           },
-          run(direct), finalize, finalize_owned);
+          [&](std::size_t i, auto& driver) {
+            if (!handed_over(i) && !stop.load()) run(opts)(i, driver);
+          },
+          [&stop] { stop.store(true); });
+      bool any = false;
+      for (std::size_t i = 0; i < n; ++i) any = any || handed_over(i);
+      if (!any) return detail::merge_parts(hashed, std::move(planned), started, finalize, finalize_owned);
+      using key = typename bound::key;
+      const std::uint64_t sign_bit =
+          key_order_bit(std::is_signed_v<typename key::value_type>, sizeof(typename key::bits_type));
+      const auto range = detail::common_direct_range(handovers, sign_bit, [&](std::size_t i, const exact_key_range& r) {
+        return hashed[i]->plan().direct_domain(r).has_value();
+      });
+      if (range) {
+        hashed.clear();
+        options direct = opts;
+        direct.domain = detail::domain_over<key>(*range);
+        return detail::run_parts_on_devices(
+            devices, started, planned, direct,
+            [&](std::size_t i, const options& mine) {
+              return detail::make_driver<typename detail::direct_query_of<Query>::type>(
+                  key_parts[i], value_parts[i], mine, false, nullptr, &handovers[i]);
+            },
+            run(direct), finalize, finalize_owned);
+      }
+      // Hash tables everywhere: a member whose set-up stopped for direct addressing sets up
+      // again and runs its part; the others ran theirs.
+      return detail::run_parts_on_devices(
+          devices, started, planned, opts,
+          [&](std::size_t i, const options& mine) {
+            return handed_over(i) ? hashed_part(i, mine) : std::move(hashed[i]);
+          },
+          [&](std::size_t i, auto& driver) {
+            if (handed_over(i)) run(opts)(i, driver);
+          },
+          finalize, finalize_owned);
     }
-    // Hash tables everywhere: a member whose set-up stopped for direct addressing sets up again
-    // and runs its part; the others ran theirs.
-    return detail::run_parts_on_devices(
-        devices, started, planned, opts,
-        [&](std::size_t i, const options& mine) {
-          return handed_over[i] ? hashed_part(i, mine) : std::move(hashed[i]);
-        },
-        [&](std::size_t i, auto& driver) {
-          if (handed_over[i]) run(opts)(i, driver);
-        },
-        finalize, finalize_owned);
-  } else {
-    return detail::run_parts_on_devices(devices, started, {}, opts, hashed_part, run(opts), finalize, finalize_owned);
   }
+  return detail::run_parts_on_devices(devices, started, {}, opts, hashed_part, run(opts), finalize, finalize_owned);
 }
 
 }  // namespace gpuagg

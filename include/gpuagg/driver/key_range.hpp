@@ -47,8 +47,8 @@ exact_key_range aggregation_driver<Bound>::read_key_range() {
   ctx_.recycle_pinned(size_class, pinned);
   detail::check(read, "reading the key range");
   // A signed key's values in order are its words with the top bit flipped (the kernel's).
-  if constexpr (std::is_signed_v<typename key_policy::value_type>) {
-    const std::uint64_t top = std::uint64_t{1} << (8 * sizeof(bits_type) - 1);
+  constexpr std::uint64_t top = key_order_bit(std::is_signed_v<typename key_policy::value_type>, sizeof(bits_type));
+  if constexpr (top != 0) {
     return {flipped_lowest ^ top, flipped_highest - flipped_lowest};
   } else {
     return {lowest, highest - lowest};

@@ -31,6 +31,7 @@ namespace gpuagg::detail {
 template <class Takes>
 std::optional<exact_key_range> common_direct_range(const std::vector<direct_handover>& handovers,
                                                    std::uint64_t sign_bit, Takes&& takes) {
+  if (handovers.empty()) return std::nullopt;
   std::uint64_t lowest = 0, highest = 0;  // in the key's order
   for (std::size_t i = 0; i < handovers.size(); ++i) {
     const auto& range = handovers[i].range;
@@ -39,7 +40,6 @@ std::optional<exact_key_range> common_direct_range(const std::vector<direct_hand
     lowest = i == 0 ? low : std::min(lowest, low);
     highest = i == 0 ? low + range->extent : std::max(highest, low + range->extent);
   }
-  if (handovers.empty()) return std::nullopt;
   const exact_key_range all{lowest ^ sign_bit, highest - lowest};
   for (std::size_t i = 0; i < handovers.size(); ++i) {
     if (!takes(i, all)) return std::nullopt;

@@ -77,6 +77,12 @@ struct exact_key_range {
   std::uint64_t keys() const noexcept { return extent + 1; }
 };
 
+/// The bit whose flip puts a key's words in the key's order (a range's `extent` counts in that
+/// order): a signed key's top bit, of a word of `word_bytes` bytes; 0 for an unsigned key.
+inline constexpr std::uint64_t key_order_bit(bool is_signed, std::size_t word_bytes) {
+  return is_signed ? std::uint64_t{1} << (8 * word_bytes - 1) : 0;
+}
+
 /// An AGGREGATE program variant: a strategy, built with or without the run cache, the hot-key
 /// table, the cold-row queue and the perfect or range local table (kernels/aggregate.hpp:
 /// GPUAGG_RUN_CACHE, GPUAGG_HOT_TABLE; kernels/workgroup_local.hpp: GPUAGG_COLD_QUEUE,
