@@ -20,6 +20,7 @@
 #include <iostream>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <gpuagg/multi_device.hpp>
@@ -52,6 +53,21 @@ std::string phases_of(const gpuagg::multi_device_stats& s) {
   }
   return std::to_string(setup * 1e3) + ',' + std::to_string(run * 1e3) + ',' + std::to_string(s.merge_seconds * 1e3) +
          ',' + std::to_string(s.finalize_seconds * 1e3);
+}
+
+/// A query's host phases (query_stats::host), ms, for --verbose.
+std::string host_phases(const gpuagg::query_stats& s) {
+  const auto& h = s.host;
+  const std::pair<const char*, double> phases[] = {
+      {"sample", h.sample},   {"profile", h.profile}, {"estimate", h.estimate}, {"plan", h.plan},
+      {"programs", h.programs}, {"buffers", h.buffers}, {"enqueue", h.enqueue},  {"wait", h.wait},
+      {"growth", h.growth},   {"finalize", h.finalize}};
+  std::string out;
+  for (const auto& [name, seconds] : phases) {
+    if (seconds > 0) out += std::string(out.empty() ? "" : " ") + name + ' ' + std::to_string(seconds * 1e3);
+  }
+  return out + " (wall " + std::to_string(s.wall_seconds * 1e3) + " ms, " + std::to_string(s.blocks.size()) +
+         " blocks, AGGREGATE " + std::to_string(s.aggregate_seconds * 1e3) + " ms)";
 }
 
 /// sum(v) per key, keys in [0, groups): the reference, by direct indexing.
@@ -188,6 +204,7 @@ int main(int argc, char** argv) {
         gpuagg::options opts;
         opts.ctx = &device;
         auto r = gpuagg::group_by(keys, vals, query, opts);
+        if (verbose) std::cerr << input << ' ' << groups << " groups alone: " << host_phases(r.stats) << '\n';
         std::string phases = phases_of(r.stats) + ",-";  // before r moves: copying a result is not the query's time
         return std::tuple{std::move(r), std::vector<std::uint64_t>{rows}, std::move(phases)};
       };
@@ -196,7 +213,10 @@ int main(int argc, char** argv) {
         std::vector<std::uint64_t> per;
         for (const auto& d : r.stats.devices) per.push_back(d.rows);
         // Every query of several members, with each member's rows, blocks and verdict, on stderr.
-        if (several && verbose) std::cerr << input << ' ' << groups << " groups: " << r.stats << '\n';
+        if (several && verbose) {
+          std::cerr << input << ' ' << groups << " groups: " << r.stats << '\n';
+          for (const auto& d : r.stats.devices) std::cerr << "  member: " << host_phases(d.stats) << '\n';
+        }
         std::string phases = several ? phases_of(r.stats) : phases_of(r.result.stats);
         phases += !several ? ",-" : r.stats.by_owner ? ",by-owner" : ",one-site";
         return std::tuple{std::move(r.result), per, std::move(phases)};

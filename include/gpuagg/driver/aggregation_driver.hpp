@@ -279,17 +279,33 @@ class aggregation_driver {
     /// The table as a kernel argument (ACC_PARAMS).
     detail::kernels::table_arg<cl::Buffer> arg() const { return {keys, {accs.begin(), accs.end()}}; }
   };
-  /// EXPORT of the table (of `owner`'s groups where owners > 1) into new buffers; returns them
-  /// and the groups written (the count checked).
-  std::pair<table_buffers, std::uint64_t> run_export(std::uint32_t owners = 1, std::uint32_t owner = 0);
+  /// An EXPORT in flight: its buffers, the table's groups (what it writes: all of them, or at
+  /// most that where owners > 1), its counter and the events of EXPORT and of the counter's
+  /// read into written_count_.
+  struct pending_export {
+    table_buffers exported;
+    std::uint64_t groups = 0;
+    std::uint32_t owners = 1;
+    cl::Buffer count;
+    cl::Event done;
+    cl::Event count_read;
+  };
+  /// EXPORT of the table (of `owner`'s groups where owners > 1) into new buffers, once every
+  /// block has completed, and the read of its count queued behind it; waits for nothing.
+  pending_export enqueue_export(std::uint32_t owners = 1, std::uint32_t owner = 0);
+  /// One wait for an export's count and `reads` (queued after it on the in-order compute
+  /// queue), then each command's status; returns the groups EXPORT wrote, checked against the
+  /// table's.
+  std::uint64_t settle_export(pending_export& pending, const std::vector<cl::Event>& reads = {});
   /// COUNT_NEW: of the `n` keys in `incoming`, those the table does not hold yet.
   std::uint64_t count_new(const table_buffers& incoming, std::uint64_t n);
   /// Enqueues the copies of an export's columns into `staging` (active), their events in
   /// `reads`; returns where the columns will be.
   staged_columns stage_export(detail::host_staging& staging, const table_buffers& exported, std::uint64_t groups,
                               std::vector<cl::Event>& reads);
-  /// An export's columns read straight into vectors.
-  partial_type read_export(const table_buffers& exported, std::uint64_t groups);
+  /// Enqueues the copies of an export's columns straight into vectors (pageable memory), their
+  /// events in `reads`; the vectors are not to be read before those complete.
+  partial_type read_export(const table_buffers& exported, std::uint64_t groups, std::vector<cl::Event>& reads);
   /// Bytes of a partial aggregate of `groups` groups: keys and accumulators.
   static std::uint64_t partial_bytes(std::uint64_t groups);
   /// absorb() of `n` groups: keys and one column per accumulator, from host memory (pinned or
@@ -536,12 +552,12 @@ class aggregation_driver {
   std::vector<bits_type> perfect_words_;
   cl::Buffer perfect_buffer_;
   cl::Buffer meta_;
-  detail::buffer_pool::pinned_buffer readback_;  // pinned host memory: the counters' copies, then FINALIZE's count
+  detail::buffer_pool::pinned_buffer readback_;  // pinned host memory: the counters' copies, then a written count
   std::uint64_t readback_class_ = 0;
   cl_ulong* meta_mirror_ = nullptr;  // in readback_: the counters after each block in flight, by slot
   std::array<cl_ulong, detail::meta_words> known_meta_{};  // the counters after the last completion or growth
   std::vector<deferred_command> deferred_;  // enqueued, not yet waited for (settle_deferred)
-  cl_ulong* finalize_count_ = nullptr;      // in readback_: FINALIZE's count of groups written
+  cl_ulong* written_count_ = nullptr;  // in readback_: the groups FINALIZE or EXPORT wrote (one at a time)
   table_buffers table_;
   table_buffers spill_;
   table_buffers private_;

@@ -216,7 +216,7 @@ auto aggregation_driver<Bound>::enqueue_finalize(device_result<typename key_poli
   finalize_events done;
   const std::size_t local = std::min<std::size_t>(256, kernel_work_group_limit(finalize));
   launch(finalize, cover(table_.capacity + 1, local), local, "FINALIZE", &done.kernel);
-  detail::check(ctx_.compute_queue().enqueueReadBuffer(count, CL_FALSE, 0, sizeof(cl_ulong), finalize_count_,
+  detail::check(ctx_.compute_queue().enqueueReadBuffer(count, CL_FALSE, 0, sizeof(cl_ulong), written_count_,
                                                        nullptr, &done.count_read),
                 "reading the result count");
   detail::check(ctx_.compute_queue().flush(), "starting FINALIZE");
@@ -236,12 +236,12 @@ std::uint64_t aggregation_driver<Bound>::await_finalize(std::uint64_t groups, co
   stats_.finalize_seconds += detail::event_seconds(done.kernel);
   detail::wait_for(done.count_read, "reading the result count");
   for (const auto& read : reads) detail::wait_for(read, "reading the result");
-  if (share ? *finalize_count_ > groups : *finalize_count_ != groups) {
-    throw error("internal error: FINALIZE wrote " + std::to_string(*finalize_count_) + " groups, the table holds " +
+  if (share ? *written_count_ > groups : *written_count_ != groups) {
+    throw error("internal error: FINALIZE wrote " + std::to_string(*written_count_) + " groups, the table holds " +
                 std::to_string(groups));
   }
-  stats_.groups = *finalize_count_;
-  return *finalize_count_;
+  stats_.groups = *written_count_;
+  return *written_count_;
 }
 
 template <class Bound>

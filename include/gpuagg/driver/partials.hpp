@@ -20,15 +20,16 @@
 namespace gpuagg {
 
 template <class Bound>
-auto aggregation_driver<Bound>::run_export(std::uint32_t owners, std::uint32_t owner)
-    -> std::pair<table_buffers, std::uint64_t> {
+auto aggregation_driver<Bound>::enqueue_export(std::uint32_t owners, std::uint32_t owner) -> pending_export {
   if (rows_pending()) run_remaining();
   detail::check(ctx_.compute_queue().finish(), "waiting for AGGREGATE");
   settle_deferred();
-  const std::uint64_t groups = known_meta_[detail::meta_groups] + (known_meta_[detail::meta_special] ? 1 : 0);
-  const std::size_t n = static_cast<std::size_t>(std::max<std::uint64_t>(groups, 1));
-  table_buffers exported = make_buffers(n - 1, "an exported partial aggregate");  // n entries
-  const cl::Buffer count = cleared_counter("the export counter");
+  pending_export pending;
+  pending.groups = known_meta_[detail::meta_groups] + (known_meta_[detail::meta_special] ? 1 : 0);
+  pending.owners = owners;
+  const std::size_t n = static_cast<std::size_t>(std::max<std::uint64_t>(pending.groups, 1));
+  pending.exported = make_buffers(n - 1, "an exported partial aggregate");  // n entries
+  pending.count = cleared_counter("the export counter");
   cl::Kernel kernel = ctx_.kernel(home_program_, "gpuagg_export");
   detail::kernels::export_args<cl::Buffer, bits_type> args;
   args.table = table_.arg();
@@ -37,20 +38,32 @@ auto aggregation_driver<Bound>::run_export(std::uint32_t owners, std::uint32_t o
   args.meta = meta_;
   args.owners = owners;
   args.owner = owner;
-  args.count = count;
-  args.out = exported.arg();
+  args.count = pending.count;
+  args.out = pending.exported.arg();
   detail::bind_arguments(kernel, "EXPORT", args);
   const std::size_t local = std::min<std::size_t>(256, kernel_work_group_limit(kernel));
-  cl::Event done;
-  launch(kernel, cover(table_.capacity + 1, local), local, "EXPORT", &done);
-  const cl_ulong written = read_counter(count, "the export counter");
-  detail::wait_for(done, "EXPORT");
-  stats_.finalize_seconds += detail::event_seconds(done);
-  if (owners <= 1 ? written != groups : written > groups) {
+  launch(kernel, cover(table_.capacity + 1, local), local, "EXPORT", &pending.done);
+  detail::check(ctx_.compute_queue().enqueueReadBuffer(pending.count, CL_FALSE, 0, sizeof(cl_ulong), written_count_,
+                                                       nullptr, &pending.count_read),
+                "reading the export counter");
+  detail::check(ctx_.compute_queue().flush(), "starting EXPORT");
+  return pending;
+}
+
+template <class Bound>
+std::uint64_t aggregation_driver<Bound>::settle_export(pending_export& pending, const std::vector<cl::Event>& reads) {
+  (void)(reads.empty() ? pending.count_read : reads.back()).wait();
+  detail::wait_for(pending.done, "EXPORT");
+  stats_.finalize_seconds += detail::event_seconds(pending.done);
+  detail::wait_for(pending.count_read, "reading the export counter");
+  for (const auto& read : reads) detail::wait_for(read, "reading an exported partial aggregate");
+  recycle(pending.count);
+  const cl_ulong written = *written_count_;
+  if (pending.owners <= 1 ? written != pending.groups : written > pending.groups) {
     throw error("internal error: EXPORT wrote " + std::to_string(written) + " groups, the table holds " +
-                std::to_string(groups));
+                std::to_string(pending.groups));
   }
-  return {std::move(exported), written};
+  return written;
 }
 
 template <class Bound>
@@ -78,21 +91,24 @@ auto aggregation_driver<Bound>::stage_export(detail::host_staging& staging, cons
 }
 
 template <class Bound>
-auto aggregation_driver<Bound>::read_export(const table_buffers& exported, std::uint64_t groups) -> partial_type {
+auto aggregation_driver<Bound>::read_export(const table_buffers& exported, std::uint64_t groups,
+                                            std::vector<cl::Event>& reads) -> partial_type {
   auto& queue = ctx_.compute_queue();
   partial_type out;
   out.keys.resize(groups);
   if (groups == 0) return out;
-  detail::check(queue.enqueueReadBuffer(exported.keys, CL_TRUE, 0, groups * sizeof(bits_type), out.keys.data()),
+  reads.emplace_back();
+  detail::check(queue.enqueueReadBuffer(exported.keys, CL_FALSE, 0, groups * sizeof(bits_type), out.keys.data(),
+                                        nullptr, &reads.back()),
                 "reading the exported keys");
   [&]<std::size_t... J>(std::index_sequence<J...>) {
-    ((std::get<J>(out.accumulators).resize(groups),
-      detail::check(queue.enqueueReadBuffer(exported.accs[J], CL_TRUE, 0, groups * sizeof(acc_t<J>),
-                                            std::get<J>(out.accumulators).data()),
+    ((std::get<J>(out.accumulators).resize(groups), reads.emplace_back(),
+      detail::check(queue.enqueueReadBuffer(exported.accs[J], CL_FALSE, 0, groups * sizeof(acc_t<J>),
+                                            std::get<J>(out.accumulators).data(), nullptr, &reads.back()),
                     "reading the exported accumulators")),
      ...);
   }(std::make_index_sequence<aggregate_count>{});
-  return out;
+  return out;  // moved: the vectors' storage, which the reads fill, stays where it is
 }
 
 template <class Bound>
@@ -100,26 +116,35 @@ auto aggregation_driver<Bound>::export_partial() -> partial_type {
   partial_type out;
   if (!table_ready_) return out;
   detail::phase_clock clock(stats_.host.finalize);
-  auto [exported, groups] = run_export();
+  // EXPORT writes every group of the table, so its copies are queued behind it at once and one
+  // wait covers the kernel, its count and the copies.
+  auto pending = enqueue_export();
+  const std::uint64_t groups = pending.groups;
   detail::host_staging staging(ctx_, partial_bytes(groups), 1 + aggregate_count);
-  if (staging.active()) {
-    // Through pinned memory while the host sizes the partial's vectors (runtime/readback.hpp).
-    std::vector<cl::Event> reads;
-    const staged_columns at = stage_export(staging, exported, groups, reads);
-    detail::resize_for_copy(out.keys, groups);
-    [&]<std::size_t... J>(std::index_sequence<J...>) {
-      (detail::resize_for_copy(std::get<J>(out.accumulators), groups), ...);
-    }(std::make_index_sequence<aggregate_count>{});
-    for (const auto& read : reads) detail::wait_for(read, "reading an exported partial aggregate");
-    detail::host_staging::copy_out(out.keys.data(), at.keys, groups * sizeof(bits_type));
-    [&]<std::size_t... J>(std::index_sequence<J...>) {
-      (detail::host_staging::copy_out(std::get<J>(out.accumulators).data(), at.accs[J], groups * sizeof(acc_t<J>)),
-       ...);
-    }(std::make_index_sequence<aggregate_count>{});
-  } else {
-    out = read_export(exported, groups);
+  std::vector<cl::Event> reads;
+  try {
+    if (staging.active()) {
+      // Through pinned memory while the host sizes the partial's vectors (runtime/readback.hpp).
+      const staged_columns at = stage_export(staging, pending.exported, groups, reads);
+      detail::resize_for_copy(out.keys, groups);
+      [&]<std::size_t... J>(std::index_sequence<J...>) {
+        (detail::resize_for_copy(std::get<J>(out.accumulators), groups), ...);
+      }(std::make_index_sequence<aggregate_count>{});
+      settle_export(pending, reads);
+      detail::host_staging::copy_out(out.keys.data(), at.keys, groups * sizeof(bits_type));
+      [&]<std::size_t... J>(std::index_sequence<J...>) {
+        (detail::host_staging::copy_out(std::get<J>(out.accumulators).data(), at.accs[J], groups * sizeof(acc_t<J>)),
+         ...);
+      }(std::make_index_sequence<aggregate_count>{});
+    } else {
+      out = read_export(pending.exported, groups, reads);
+      settle_export(pending, reads);
+    }
+  } catch (...) {
+    (void)ctx_.compute_queue().finish();  // no copy left to land in memory this unwinding frees
+    throw;
   }
-  recycle(exported);
+  recycle(pending.exported);
   return out;
 }
 
@@ -128,18 +153,31 @@ auto aggregation_driver<Bound>::export_for_merge(std::uint32_t owners, std::uint
   merge_partial out;
   if (!table_ready_) return out;
   detail::phase_clock clock(stats_.host.finalize);
-  auto [exported, groups] = run_export(owners, owner);
+  // All of the table's groups: the copies follow EXPORT at once (one wait, as export_partial).
+  // One owner's share: its count first, then the copies of that many.
+  auto pending = enqueue_export(owners, owner);
+  std::uint64_t groups = pending.groups;
+  if (owners > 1) groups = settle_export(pending);
   auto staging = std::make_shared<detail::host_staging>(ctx_, partial_bytes(groups));
-  if (staging->active()) {
-    std::vector<cl::Event> reads;
-    out.staged = stage_export(*staging, exported, groups, reads);
-    for (const auto& read : reads) detail::wait_for(read, "reading an exported partial aggregate");
-    out.groups = groups;
-    out.pinned = std::move(staging);
-  } else {
-    out.vectors = read_export(exported, groups);
+  std::vector<cl::Event> reads;
+  try {
+    if (staging->active()) {
+      out.staged = stage_export(*staging, pending.exported, groups, reads);
+      out.groups = groups;
+      out.pinned = std::move(staging);
+    } else {
+      out.vectors = read_export(pending.exported, groups, reads);
+    }
+    if (owners > 1) {
+      for (const auto& read : reads) detail::wait_for(read, "reading an exported partial aggregate");
+    } else {
+      settle_export(pending, reads);
+    }
+  } catch (...) {
+    (void)ctx_.compute_queue().finish();  // no copy left to land in memory this unwinding frees
+    throw;
   }
-  recycle(exported);
+  recycle(pending.exported);
   return out;
 }
 

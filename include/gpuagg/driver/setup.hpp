@@ -213,7 +213,7 @@ void aggregation_driver<Bound>::make_table_and_counters(std::uint64_t capacity) 
   std::tie(readback_, readback_class_) =
       ctx_.pooled_pinned((window_ * detail::meta_words + 1) * sizeof(cl_ulong), "the counters' host copy");
   meta_mirror_ = static_cast<cl_ulong*>(readback_.mapped);
-  finalize_count_ = meta_mirror_ + window_ * detail::meta_words;
+  written_count_ = meta_mirror_ + window_ * detail::meta_words;
   table_ = make_table(capacity);
   table_ready_ = true;
 }
