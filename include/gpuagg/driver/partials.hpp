@@ -158,7 +158,10 @@ auto aggregation_driver<Bound>::export_for_merge(std::uint32_t owners, std::uint
   auto pending = enqueue_export(owners, owner);
   std::uint64_t groups = pending.groups;
   if (owners > 1) groups = settle_export(pending);
-  auto staging = std::make_shared<detail::host_staging>(ctx_, partial_bytes(groups));
+  // Counted as its copies down and then up to the absorbing device, which copies from the
+  // staging as it lies (absorb): staged, a small partial's four copies run as DMA behind one
+  // another instead of each through a driver's bounce buffer.
+  auto staging = std::make_shared<detail::host_staging>(ctx_, partial_bytes(groups), 2 * (1 + aggregate_count));
   std::vector<cl::Event> reads;
   try {
     if (staging->active()) {
