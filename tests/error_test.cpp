@@ -1,7 +1,10 @@
 // Bad input gets a clear, typed error and loses nothing.
 #include <bit>
+#include <cctype>
 #include <cstdlib>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "support.hpp"
 
@@ -54,9 +57,11 @@ TEST_CASE("every bad device selector is no_device_error naming the devices there
   const auto devices = detail::all_devices();
   REQUIRE_FALSE(devices.empty());
   // An index beyond unsigned long (std::stoul's std::out_of_range must not escape), one beyond
-  // the devices, blank ones, signed numbers and names that match nothing.
+  // the devices, blank ones, signed numbers and names that match nothing; "gpu:N" and "cpu:N"
+  // malformed or beyond the devices of that type.
   for (const char* selector : {"99999999999999999999999", "18446744073709551616", "4294967296", "999", " ", "\t\n ",
-                               "-1", "-0", "+0", " -3 ", "no-such-device-anywhere"}) {
+                               "-1", "-0", "+0", " -3 ", "no-such-device-anywhere", "cpu:", "cpu:x", "cpu:-1",
+                               "cpu:+0", "cpu:0x", "cpu: 0", "cpu:999", "cpu:99999999999999999999999", "gpu:999"}) {
     const std::string shown = selector;
     CAPTURE(shown);
     try {
@@ -67,7 +72,23 @@ TEST_CASE("every bad device selector is no_device_error naming the devices there
       for (std::size_t i = 0; i < devices.size(); ++i) {
         CHECK(message.find(std::to_string(i) + ": " + detail::describe(devices[i])) != std::string::npos);
       }
+      if (shown.starts_with("cpu:") || shown.starts_with("gpu:")) CHECK(message.find("names no") != std::string::npos);
     }
+  }
+  // "gpu:N" and "cpu:N" count the devices of that type over all platforms.
+  for (const auto& [type, name] : {std::pair{cl_device_type{CL_DEVICE_TYPE_CPU}, "cpu"},
+                                  std::pair{cl_device_type{CL_DEVICE_TYPE_GPU}, "gpu"}}) {
+    std::vector<cl_device_id> of_type;
+    for (const auto& entry : devices) {
+      if (entry.second.getInfo<CL_DEVICE_TYPE>() & type) of_type.push_back(entry.second());
+    }
+    for (std::size_t i = 0; i < of_type.size(); ++i) {
+      CHECK(detail::choose_device(std::string(name) + ":" + std::to_string(i))() == of_type[i]);
+      std::string upper = name;  // the type's name in capitals: selectors ignore case
+      for (auto& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+      CHECK(detail::choose_device(" " + upper + ":" + std::to_string(i) + "\n")() == of_type[i]);
+    }
+    CHECK_THROWS_AS(detail::choose_device(std::string(name) + ":" + std::to_string(of_type.size())), no_device_error);
   }
   // Surrounding whitespace (a stray newline from a script) is no part of the selector.
   CHECK(detail::choose_device(" 0\n")() == devices[0].second());

@@ -54,11 +54,12 @@ inline std::string describe(const std::pair<cl::Platform, cl::Device>& entry) {
   return entry.first.getInfo<CL_PLATFORM_NAME>() + " / " + entry.second.getInfo<CL_DEVICE_NAME>();
 }
 
-/// Picks the device named by `selector` (an index into all devices of all platforms, or a
-/// case-insensitive substring of "platform / device"; surrounding whitespace ignored); empty:
-/// the first GPU, else the first. A selector that names no device (an index out of range or
-/// beyond any integer, a sign, only whitespace, a name that matches none) is no_device_error
-/// listing the devices there are.
+/// Picks the device named by `selector` (an index into all devices of all platforms; "gpu:N" or
+/// "cpu:N", the N-th device of that type over all platforms, which stays the same whichever
+/// other platforms are installed; or a case-insensitive substring of "platform / device";
+/// surrounding whitespace ignored); empty: the first GPU, else the first. A selector that names
+/// no device (an index out of range or beyond any integer, a sign, only whitespace, a name that
+/// matches none) is no_device_error listing the devices there are.
 inline cl::Device choose_device(std::string_view selector) {
   const auto devices = all_devices();
   if (devices.empty()) {
@@ -90,8 +91,28 @@ inline cl::Device choose_device(std::string_view selector) {
     throw no_device_error("GPUAGG_DEVICE=" + wanted + " is no device index (0 to " +
                           std::to_string(devices.size() - 1) + "); devices:" + listing);
   }
+  const std::string lowered = lower(wanted);
+  for (const auto& [prefix, type] : {std::pair<std::string_view, cl_device_type>{"gpu:", CL_DEVICE_TYPE_GPU},
+                                     std::pair<std::string_view, cl_device_type>{"cpu:", CL_DEVICE_TYPE_CPU}}) {
+    if (!lowered.starts_with(prefix)) continue;
+    const std::string_view number = std::string_view(lowered).substr(prefix.size());
+    std::size_t index = 0;
+    const auto parsed = std::from_chars(number.data(), number.data() + number.size(), index);
+    std::size_t of_type = 0;
+    for (const auto& entry : devices) {
+      if ((entry.second.getInfo<CL_DEVICE_TYPE>() & type) == 0) continue;
+      if (!number.empty() && std::all_of(number.begin(), number.end(), is_digit) && parsed.ec == std::errc() &&
+          of_type == index) {
+        return entry.second;
+      }
+      ++of_type;
+    }
+    throw no_device_error("GPUAGG_DEVICE=" + wanted + " names no " + std::string(prefix.substr(0, 3)) + " (there " +
+                          (of_type == 1 ? "is 1" : "are " + std::to_string(of_type)) + "; " + std::string(prefix) +
+                          "0 is the first); devices:" + listing);
+  }
   for (const auto& entry : devices) {
-    if (lower(describe(entry)).find(lower(wanted)) != std::string::npos) return entry.second;
+    if (lower(describe(entry)).find(lowered) != std::string::npos) return entry.second;
   }
   throw no_device_error("GPUAGG_DEVICE=\"" + wanted + "\" matches no device; devices:" + listing);
 }
