@@ -1,7 +1,8 @@
 // multi_device_bench: SELECT g, sum(v) GROUP BY g over uniform uint32 rows, on each device of a
 // set alone and on the whole set together; every result checked against a CPU reference. CSV on
-// stdout, one line per (device set, input, groups); a summary line on stderr. A program, not a test:
-// it never asserts on time. Inputs:
+// stdout (--csv FILE: in that file, as bench/suite.sh --ab asks), one line per (device set,
+// input, groups); a summary line on stderr. A program, not a test: it never asserts on time.
+// Inputs:
 //   pinned, pageable  host input: the set shares it through its block queue (group_by(set, ...));
 //                     pinned memory is the first member's (pinned_array)
 //   device            the rows split evenly, part i in member i's memory (group_by_parts); each
@@ -17,6 +18,7 @@
 #include <cstdlib>
 #include <chrono>
 #include <cstdint>
+#include <fstream>
 #include <iostream>
 #include <random>
 #include <string>
@@ -113,6 +115,8 @@ int main(int argc, char** argv) {
                  "the set's merge form(s), each measured: rule (the library's choice), one-site, by-owner "
                  "(GPUAGG_MERGE)")
       ->delimiter(',');
+  std::string csv_path;
+  app.add_option("--csv", csv_path, "write the CSV to this file (replaced) instead of stdout");
   bool verbose = false;
   app.add_flag("--verbose", verbose, "each query of several members: its stats (rows, blocks, verdicts) on stderr");
   CLI11_PARSE(app, argc, argv);
@@ -154,7 +158,16 @@ int main(int argc, char** argv) {
   }
   const auto query = gpuagg::select(gpuagg::sum(gpuagg::col<0>));
 
-  std::cout << "device_set,input,rows,groups,rows_per_device,wall_median_ms,wall_best_ms,first_query_ms,"
+  std::ofstream csv_file;
+  if (!csv_path.empty()) {
+    csv_file.open(csv_path);
+    if (!csv_file) {
+      std::cerr << "multi_device_bench: cannot write " << csv_path << '\n';
+      return 2;
+    }
+  }
+  std::ostream& csv = csv_path.empty() ? std::cout : csv_file;
+  csv << "device_set,input,rows,groups,rows_per_device,wall_median_ms,wall_best_ms,first_query_ms,"
                "ratio_to_best_single,members_setup_ms,members_run_ms,merge_ms,finalize_ms,verified,merge\n";
   std::size_t verified = 0;
   std::size_t unverified = 0;
@@ -283,7 +296,7 @@ int main(int argc, char** argv) {
       const auto line = [&](const std::string& name, const timing& t) {
         std::string per;
         for (const auto n : t.rows_per_device) per += (per.empty() ? "" : ";") + std::to_string(n);
-        std::cout << '"' << name << "\"," << input << ',' << rows << ',' << groups << ',' << per << ','
+        csv << '"' << name << "\"," << input << ',' << rows << ',' << groups << ',' << per << ','
                   << t.median * 1e3 << ',' << t.best * 1e3 << ',' << t.first * 1e3 << ','
                   << (t.median > 0 ? best_single / t.median : 0)
                   << ',' << t.phases << ',' << (t.verified ? 1 : 0) << ',' << t.merge << '\n';
