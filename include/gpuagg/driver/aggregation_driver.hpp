@@ -507,6 +507,17 @@ class aggregation_driver {
                    const std::function<void(const std::vector<cl::Event>&)>& await);
   std::uint64_t await_finalize(std::uint64_t groups, const finalize_events& done, const std::vector<cl::Event>& reads,
                                bool share = false);
+  /// A kernel that counts the groups it writes (FINALIZE, EXPORT), the read of its count into
+  /// written_count_ and the copies behind it, with the names their errors give.
+  struct counted_commands {
+    const char* kernel_name;
+    const cl::Event& kernel;
+    const char* count_what;
+    const cl::Event& count_read;
+    const char* reads_what;
+    const std::vector<cl::Event>& reads;
+  };
+  std::uint64_t check_written(const counted_commands& commands, std::uint64_t groups, bool share);
   void finish_stats();
 
   context& ctx_;

@@ -232,15 +232,26 @@ std::uint64_t aggregation_driver<Bound>::await_finalize(std::uint64_t groups, co
                                                         const std::vector<cl::Event>& reads, bool share) {
   (void)(reads.empty() ? done.count_read : reads.back()).wait();
   settle_deferred();
-  detail::wait_for(done.kernel, "FINALIZE");
-  stats_.finalize_seconds += detail::event_seconds(done.kernel);
-  detail::wait_for(done.count_read, "reading the result count");
-  for (const auto& read : reads) detail::wait_for(read, "reading the result");
+  stats_.groups = check_written({"FINALIZE", done.kernel, "reading the result count", done.count_read,
+                                 "reading the result", reads},
+                                groups, share);
+  return stats_.groups;
+}
+
+/// After the wait for the last of them: each command's status in queue order (the kernel's
+/// profiled time counted with FINALIZE's), and the groups the kernel wrote (written_count_):
+/// `groups` exactly, or with `share` (one owner's groups) at most `groups`.
+template <class Bound>
+std::uint64_t aggregation_driver<Bound>::check_written(const counted_commands& commands, std::uint64_t groups,
+                                                       bool share) {
+  detail::wait_for(commands.kernel, commands.kernel_name);
+  stats_.finalize_seconds += detail::event_seconds(commands.kernel);
+  detail::wait_for(commands.count_read, commands.count_what);
+  for (const auto& read : commands.reads) detail::wait_for(read, commands.reads_what);
   if (share ? *written_count_ > groups : *written_count_ != groups) {
-    throw error("internal error: FINALIZE wrote " + std::to_string(*written_count_) + " groups, the table holds " +
-                std::to_string(groups));
+    throw error(std::string("internal error: ") + commands.kernel_name + " wrote " + std::to_string(*written_count_) +
+                " groups, the table holds " + std::to_string(groups));
   }
-  stats_.groups = *written_count_;
   return *written_count_;
 }
 

@@ -53,16 +53,10 @@ auto aggregation_driver<Bound>::enqueue_export(std::uint32_t owners, std::uint32
 template <class Bound>
 std::uint64_t aggregation_driver<Bound>::settle_export(pending_export& pending, const std::vector<cl::Event>& reads) {
   (void)(reads.empty() ? pending.count_read : reads.back()).wait();
-  detail::wait_for(pending.done, "EXPORT");
-  stats_.finalize_seconds += detail::event_seconds(pending.done);
-  detail::wait_for(pending.count_read, "reading the export counter");
-  for (const auto& read : reads) detail::wait_for(read, "reading an exported partial aggregate");
+  const std::uint64_t written = check_written({"EXPORT", pending.done, "reading the export counter",
+                                               pending.count_read, "reading an exported partial aggregate", reads},
+                                              pending.groups, pending.owners > 1);
   recycle(pending.count);
-  const cl_ulong written = *written_count_;
-  if (pending.owners <= 1 ? written != pending.groups : written > pending.groups) {
-    throw error("internal error: EXPORT wrote " + std::to_string(written) + " groups, the table holds " +
-                std::to_string(pending.groups));
-  }
   return written;
 }
 

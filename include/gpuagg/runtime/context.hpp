@@ -13,6 +13,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <regex>
 #include <sstream>
 #include <string>
@@ -83,11 +84,19 @@ inline cl::Device choose_device(std::string_view selector) {
   // A number, signed or not, is meant as an index.
   const bool sign = wanted.front() == '-' || wanted.front() == '+';
   const std::string_view digits = trimmed.substr(sign ? 1 : 0);
-  if (!digits.empty() && std::all_of(digits.begin(), digits.end(), is_digit)) {
-    // from_chars, not stoul: an index beyond std::size_t is a wrong index, not std::out_of_range.
+  // Digits only, as an index; none for anything else, and for a number beyond std::size_t
+  // (from_chars, not stoul: such an index is a wrong index, not std::out_of_range).
+  const auto index_of = [&](std::string_view text) -> std::optional<std::size_t> {
     std::size_t index = 0;
-    const auto parsed = std::from_chars(digits.data(), digits.data() + digits.size(), index);
-    if (!sign && parsed.ec == std::errc() && index < devices.size()) return devices[index].second;
+    if (text.empty() || !std::all_of(text.begin(), text.end(), is_digit) ||
+        std::from_chars(text.data(), text.data() + text.size(), index).ec != std::errc()) {
+      return std::nullopt;
+    }
+    return index;
+  };
+  if (!digits.empty() && std::all_of(digits.begin(), digits.end(), is_digit)) {
+    const auto index = index_of(digits);
+    if (!sign && index && *index < devices.size()) return devices[*index].second;
     throw no_device_error("GPUAGG_DEVICE=" + wanted + " is no device index (0 to " +
                           std::to_string(devices.size() - 1) + "); devices:" + listing);
   }
@@ -95,16 +104,11 @@ inline cl::Device choose_device(std::string_view selector) {
   for (const auto& [prefix, type] : {std::pair<std::string_view, cl_device_type>{"gpu:", CL_DEVICE_TYPE_GPU},
                                      std::pair<std::string_view, cl_device_type>{"cpu:", CL_DEVICE_TYPE_CPU}}) {
     if (!lowered.starts_with(prefix)) continue;
-    const std::string_view number = std::string_view(lowered).substr(prefix.size());
-    std::size_t index = 0;
-    const auto parsed = std::from_chars(number.data(), number.data() + number.size(), index);
+    const auto index = index_of(std::string_view(lowered).substr(prefix.size()));
     std::size_t of_type = 0;
     for (const auto& entry : devices) {
       if ((entry.second.getInfo<CL_DEVICE_TYPE>() & type) == 0) continue;
-      if (!number.empty() && std::all_of(number.begin(), number.end(), is_digit) && parsed.ec == std::errc() &&
-          of_type == index) {
-        return entry.second;
-      }
+      if (index == of_type) return entry.second;
       ++of_type;
     }
     throw no_device_error("GPUAGG_DEVICE=" + wanted + " names no " + std::string(prefix.substr(0, 3)) + " (there " +
