@@ -2,8 +2,11 @@
 // input (plan/direct_table.hpp, driver/key_range.hpp, groupby.hpp): exact queries for every key
 // width and signedness, ranges anywhere in the key type (the empty marker's word among them),
 // the range's extremes on rows the key sample never reads, the device result, a WHERE clause; and
-// the hash table kept where direct addressing would not pay. options::direct_table = true runs
-// it on PoCL; the plan's own rule is plan_test's.
+// the hash table kept where direct addressing would not pay; over the exact box of two to four
+// packed key columns (a key's bucket its columns' offsets in mixed radix) for every strategy,
+// columns anywhere in their types, signed ones across zero, every column's extremes on rows the
+// sample never reads, and boxes whose spans the tables' `bits` cannot hold. options::direct_table
+// = true runs it on PoCL; the plan's own rule is plan_test's.
 #include <limits>
 
 #include "support.hpp"
@@ -152,3 +155,85 @@ TEST_CASE("the hash table stays where direct addressing would not pay, and every
     if (d != distribution::zipf) CHECK_FALSE(stats.direct_addressing);
   }
 }
+
+namespace {
+
+/// Column c of a box key: `lowest[c]` and the next `spans[c] - 1` values, drawn uniformly; every
+/// column's lowest and highest value on rows the key sample never reads (50,000 and on), so the
+/// exact box is wider than the sample's.
+template <class T>
+std::vector<T> box_column(T lowest, std::size_t span, std::mt19937_64& rng) {
+  std::vector<T> column(rows);
+  for (auto& x : column) x = static_cast<T>(lowest + static_cast<T>(rng() % span));
+  column[unsampled_from + 11] = lowest;
+  column[unsampled_from + 4'321] = static_cast<T>(lowest + static_cast<T>(span - 1));
+  return column;
+}
+
+/// group_by over keys(columns...) on device input with direct_table asked for: the box's direct
+/// addressing where `addressed` (the table holds the box's keys), else the hash table; exact
+/// against the CPU reference either way, with the plan's strategy and with each one fixed.
+template <class... T>
+void check_box(std::tuple<T...> lowest, std::array<std::size_t, sizeof...(T)> spans, bool addressed,
+               std::mt19937_64& rng) {
+  CAPTURE(spans[0]);
+  CAPTURE(spans[1]);
+  auto columns = [&]<std::size_t... I>(std::index_sequence<I...>) {
+    return std::tuple{box_column<T>(std::get<I>(lowest), spans[I], rng)...};
+  }(std::index_sequence_for<T...>{});
+  const auto v = random_values<std::int64_t>(rows, rng);
+  using bound = bound_query<packed_key<T...>, std::remove_const_t<decltype(sum_count_min)>, std::int64_t>;
+  std::vector<std::tuple<T...>> tuples(rows);
+  for (std::size_t i = 0; i < rows; ++i) {
+    tuples[i] = std::apply([&](const auto&... c) { return std::tuple<T...>{c[i]...}; }, columns);
+  }
+  const auto expected =
+      reference_group_by<bound>(std::span<const std::tuple<T...>>(tuples), std::span<const std::int64_t>(v));
+  const auto on_device = std::apply([](const auto&... c) { return std::tuple{upload(c)...}; }, columns);
+  const auto dv = upload(v);
+  std::size_t box = 1;
+  for (const auto s : spans) box *= s;
+  std::vector<std::optional<strategy_kind>> strategies{std::nullopt};
+  for (const auto k : all_strategies) strategies.push_back(k);
+  for (const auto& strategy : strategies) {
+    CAPTURE(strategy ? static_cast<int>(*strategy) : -1);
+    options opts = direct_options();
+    opts.strategy = strategy;
+    opts.block_bytes = 16'384 * sizeof(std::int64_t);  // four blocks
+    const auto r = std::apply([&](const auto&... c) { return group_by(keys(c...), dv, sum_count_min, opts); },
+                              on_device);
+    CHECK(r.stats.direct_addressing == addressed);
+    if (addressed) {
+      CHECK(r.stats.key_range_size == box);
+      CHECK(r.stats.table_capacity == box);
+    }
+    check_same(r, expected);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("direct addressing over the exact box of packed key columns: every strategy, columns anywhere") {
+  const auto seed = fresh_seed();
+  CAPTURE(seed);
+  std::mt19937_64 rng(seed);
+  constexpr auto top32 = std::numeric_limits<std::uint32_t>::max();
+  // Two uint32 columns (a 64-bit word): from zero, anywhere, up to every column's largest value
+  // (the box's last key is the empty marker's word), and a box larger than the local tables.
+  check_box<std::uint32_t, std::uint32_t>({0, 0}, {40, 30}, true, rng);
+  check_box<std::uint32_t, std::uint32_t>(
+      {static_cast<std::uint32_t>(rng() % (top32 - 500)), static_cast<std::uint32_t>(rng() % (top32 - 500))},
+      {300, 200}, true, rng);
+  check_box<std::uint32_t, std::uint32_t>({top32 - 99, top32 - 49}, {100, 50}, true, rng);
+  // Signed columns across zero (their bits wrap) and from the type's lowest value, in a 32-bit
+  // word of a 16-bit and an 8-bit column, and a second column of the word's top.
+  check_box<std::int16_t, std::int8_t>({-700, -5}, {1'500, 11}, true, rng);
+  check_box<std::int32_t, std::uint16_t>({std::numeric_limits<std::int32_t>::min(), 65'000}, {70, 536}, true, rng);
+  check_box<std::uint8_t, std::int32_t>({250, std::numeric_limits<std::int32_t>::max() - 99}, {6, 100}, true, rng);
+  // Three columns (spans in 16 bits) and four (10 bits), of mixed widths and signs.
+  check_box<std::uint16_t, std::int8_t, std::uint32_t>({60'000, -3, top32 - 20}, {40, 7, 21}, true, rng);
+  check_box<std::int8_t, std::uint8_t, std::int16_t, std::uint16_t>({-128, 0, -9, 1'000}, {5, 4, 19, 30}, true, rng);
+  // A fourth column's span beyond its 10 bits: the hash table, exact all the same.
+  check_box<std::uint8_t, std::uint8_t, std::uint16_t, std::uint16_t>({0, 0, 0, 0}, {2, 2, 2, 1'100}, false, rng);
+}
+

@@ -1063,7 +1063,8 @@ TEST_CASE("direct addressing over the key column's exact range: dense shuffled k
   CHECK_FALSE(plan(h100(), runs).direct_range_wanted());
   auto two_columns = dense(g);
   two_columns.key_box = {0, {2047, 2047}, 2};
-  CHECK_FALSE(plan(h100(), two_columns).direct_range_wanted());
+  CHECK(plan(h100(), two_columns).direct_range_wanted());  // a box: plan_test's next case
+  CHECK_FALSE(plan(h100(), two_columns).direct_domain({0, g - 1}).has_value());
   auto unsampled = dense(g);
   unsampled.sampled = false;
   CHECK_FALSE(plan(h100(), unsampled).direct_range_wanted());
@@ -1106,3 +1107,70 @@ TEST_CASE("direct addressing's pieces: a copy as large as the hash table of its 
   const auto hashed = plan(h100(), uniform_input(groups));
   CHECK(hashed.partition_piece_rows(std::uint64_t{1} << 25, true) == hashed.hashed_table_bytes() / 8 * 5 / 8);
 }
+
+TEST_CASE("direct addressing over the exact box of packed key columns: dense boxes whose spans fit") {
+  // Two uint32 columns (a 64-bit word) and a 64-bit sum: their words spread over 2^42 where the
+  // box of 1,024 x 1,024 holds 2^20 keys.
+  using pair = packed_key<std::uint32_t, std::uint32_t>;
+  const auto boxed = [](std::uint64_t groups, detail::key_box box, bool on_device = true) {
+    input_profile p = uniform_input(groups, std::uint64_t{1} << 27, on_device);
+    p.key_box = box;
+    p.key_span = double(box.extent[0] + 1) * double(std::uint64_t{1} << 32);
+    return p;
+  };
+  const std::uint64_t g = std::uint64_t{1} << 20;
+  const detail::key_box square{pair::to_bits({7, 1000}), {1023, 1023}, 2};
+  const auto chosen = plan(h100(), boxed(g, square));
+  CHECK(chosen.scattered_keys());  // the words are, the box is not
+  CHECK(chosen.direct_range_wanted());
+  const auto exact = chosen.direct_box(square);
+  REQUIRE(exact.has_value());
+  CHECK(exact->keys() == double(g));
+  CHECK(*detail::box_spans_code(*exact) == 1024);
+  // One key column's range is no box.
+  CHECK_FALSE(chosen.direct_box(detail::key_box{0, {g - 1}, 1}).has_value());
+  CHECK_FALSE(chosen.direct_domain({0, g - 1}).has_value());
+  // Wider than the sample's box but within the hash table's bytes, and beyond them.
+  CHECK(chosen.direct_box({square.lowest, {2047, 1023}, 2}).has_value());
+  CHECK_FALSE(chosen.direct_box({square.lowest, {1023, 65'535}, 2}).has_value());
+  // A second column of 2^32 values: its span does not fit 32 bits.
+  CHECK_FALSE(chosen.direct_box({square.lowest, {0, 0xFFFF'FFFFull}, 2}).has_value());
+  // Sparse boxes (more than dense_span_factor keys a group), a box beyond direct addressing,
+  // host input, spans beyond the bits: not read.
+  CHECK_FALSE(plan(h100(), boxed(g / 8, square)).direct_range_wanted());
+  CHECK_FALSE(plan(h100(), boxed(g, {0, {65'535, 65'535}, 2})).direct_range_wanted());
+  CHECK_FALSE(plan(h100(), boxed(g, square, false)).direct_range_wanted());
+  CHECK(plan(h100(), boxed(g, {0, {31, 31, 1023}, 3})).direct_range_wanted());
+  CHECK_FALSE(plan(h100(), boxed(g, {0, {0, 15, 65'535}, 3})).direct_range_wanted());
+  CHECK(plan(h100(), boxed(g, {0, {15, 15, 63, 63}, 4})).direct_range_wanted());
+  CHECK_FALSE(plan(h100(), boxed(g, {0, {0, 0, 1, 1'024 * 256 - 1}, 4})).direct_range_wanted());
+  auto skewed = boxed(g, square);
+  skewed.hottest_key_share = 0.5;
+  skewed.frequent_counts = {8192};
+  CHECK_FALSE(plan(h100(), skewed).direct_range_wanted());
+}
+
+TEST_CASE("a box's spans in the tables' bits: 32, 16 or 10 bits a column after the first") {
+  const detail::key_box two{0, {9, 0xFFFF'FFFEull}, 2};
+  REQUIRE(detail::box_spans_code(two).has_value());
+  CHECK(*detail::box_spans_code(two) == 0xFFFF'FFFFu);
+  CHECK(detail::box_code_span(*detail::box_spans_code(two), 2, 1) == 0xFFFF'FFFFull);
+  CHECK_FALSE(detail::box_spans_code({0, {9, 0xFFFF'FFFFull}, 2}).has_value());
+  const detail::key_box three{0, {1'000, 65'534, 0}, 3};
+  const auto code3 = detail::box_spans_code(three);
+  REQUIRE(code3.has_value());
+  CHECK(detail::box_code_span(*code3, 3, 1) == 65'535);
+  CHECK(detail::box_code_span(*code3, 3, 2) == 1);
+  CHECK_FALSE(detail::box_spans_code({0, {0, 65'535, 0}, 3}).has_value());
+  const detail::key_box four{0, {5, 1'022, 0, 99}, 4};
+  const auto code4 = detail::box_spans_code(four);
+  REQUIRE(code4.has_value());
+  CHECK(detail::box_code_span(*code4, 4, 1) == 1'023);
+  CHECK(detail::box_code_span(*code4, 4, 2) == 1);
+  CHECK(detail::box_code_span(*code4, 4, 3) == 100);
+  CHECK_FALSE(detail::box_spans_code({0, {0, 0, 1'023, 0}, 4}).has_value());
+  // Never 0 (a range of words), and none for one field.
+  CHECK(*detail::box_spans_code({0, {0, 0}, 2}) == 1);
+  CHECK_FALSE(detail::box_spans_code({0, {99}, 1}).has_value());
+}
+

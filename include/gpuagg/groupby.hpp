@@ -297,12 +297,29 @@ template <class Query, class KeyColumn>
 inline constexpr bool may_address_directly =
     !Query::scheme::is_identity && key_policy_for<KeyColumn>::type::columns == 1;
 
+/// Whether the plan may run a query with direct addressing over its packed key columns' exact
+/// box (query_planner::direct_box): a hash scheme over 2 to 4 key columns packed into one word.
+template <class Query, class KeyColumn>
+inline constexpr bool may_address_box =
+    !Query::scheme::is_identity && key_policy_for<KeyColumn>::type::columns > 1 && !is_wide_key_input<KeyColumn>;
+
 /// options::domain for direct addressing over `range`, words of key policy `Key`.
 template <class Key>
 key_domain domain_over(const exact_key_range& range) {
   using bits = typename Key::bits_type;
   return key_domain(Key::from_bits(static_cast<bits>(range.lowest)),
                     Key::from_bits(static_cast<bits>(range.lowest + range.extent)));
+}
+
+/// options::domain for direct addressing where a set-up handed over: the key column's range,
+/// or the packed key columns' box.
+template <class Key>
+key_domain domain_over(const direct_handover& handover) {
+  if constexpr (Key::columns == 1) {
+    return domain_over<Key>(*handover.range);
+  } else {
+    return key_domain::of_box(handover.range->lowest, handover.range->keys(), handover.box_spans);
+  }
 }
 
 /// Runs a driver the plan's way (tuned where it says so) and finishes its result.
@@ -321,20 +338,20 @@ auto run_and_finish(Driver& driver, const options& opts) {
 }
 
 /// group_by's and group_by_on_device's query on one device: run as the plan says (tuned where
-/// it says so; with direct addressing over the key column's exact range where the plan takes
-/// it), its result copied to the host or left on the device (`on_device`), and run again with a
+/// it says so; with direct addressing over the key column's exact range, or the key columns'
+/// exact box, where the plan takes it), its result copied to the host or left on the device (`on_device`), and run again with a
 /// spill area for every row in flight should the plan's smaller one overflow.
 template <class Query, bool on_device, class KeyColumn, class Values>
 auto run_default_query(const KeyColumn& keys, const Values& values, const options& opts) {
   return with_spill_restart([&](bool restartable) {
     direct_handover handover;
-    constexpr bool may_switch = may_address_directly<Query, KeyColumn>;
+    constexpr bool may_switch = may_address_directly<Query, KeyColumn> || may_address_box<Query, KeyColumn>;
     auto driver = make_driver<Query>(keys, values, opts, restartable, nullptr, may_switch ? &handover : nullptr);
     if constexpr (may_switch) {
       if (driver->handed_over()) {
         driver.reset();
         options direct = opts;
-        direct.domain = domain_over<typename key_policy_for<KeyColumn>::type>(*handover.range);
+        direct.domain = domain_over<typename key_policy_for<KeyColumn>::type>(handover);
         auto addressed =
             make_driver<typename direct_query_of<Query>::type>(keys, values, direct, restartable, nullptr, &handover);
         return run_and_finish<on_device>(*addressed, direct);

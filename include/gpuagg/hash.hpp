@@ -79,15 +79,63 @@ struct murmur3_finalizer {
 /// The "perfect" hash of a dense key domain: bucket = key - key_min. Needs the domain
 /// (options::key_domain) and `no_probing`. Its global table keeps a bitmap of used buckets
 /// instead of keys (GPUAGG_DENSE_TABLE, kernels/library.hpp).
+///
+/// Of packed keys (KEY_FIELDS > 1) the domain may instead be a box, every column a range of its
+/// own (key_domain::of_box; the plan's direct_box): the tables' `bits` argument, 0 for a range
+/// of words, then holds the spans of fields 1.. (detail::box_spans_code) and a key's bucket is
+/// its fields' offsets in mixed radix (detail::box_entry), field 0's span the capacity's share.
+/// Two columns of 1,024 values each are 2^20 buckets, where their packed words span 2^42.
+/// gpuagg_dense_key is the inverse: the key of a bucket, for FINALIZE, EXPORT and the local
+/// tables' flush.
 struct identity_hash {
   static constexpr detail::fixed_string name{"identity"};
   static constexpr bool is_identity = true;
-  static constexpr detail::fixed_string cl_source{
-      "#define GPUAGG_DENSE_TABLE 1\n"
-      "inline uint gpuagg_home(KEY_T k, uint bits, uint capacity, KEY_T key_min) {\n"
-      "  const KEY_T offset = k - key_min;\n"
-      "  return offset < (KEY_T)capacity ? (uint)offset : GPUAGG_NO_SLOT;\n"
-      "}\n"};
+  static constexpr detail::fixed_string cl_source{R"CLC(#define GPUAGG_DENSE_TABLE 1
+#if defined(KEY_FIELDS) && KEY_FIELDS > 1
+#define GPUAGG_BOX_PART (32u / (KEY_FIELDS - 1u))
+inline uint gpuagg_box_span(uint bits, uint i) {
+  return (uint)(((ulong)bits >> (GPUAGG_BOX_PART * (i - 1u))) & ((1ul << GPUAGG_BOX_PART) - 1ul));
+}
+inline KEY_T gpuagg_box_mask(uint width) {
+  return width >= 8u * (uint)sizeof(KEY_T) ? ~(KEY_T)0 : (((KEY_T)1 << width) - (KEY_T)1);
+}
+inline uint gpuagg_box_bucket(KEY_T k, KEY_T lowest, uint capacity, uint bits) {
+  const uint shifts[KEY_FIELDS] = KEY_FIELD_SHIFTS;
+  const uint widths[KEY_FIELDS] = KEY_FIELD_BITS;
+  ulong b = 0;
+  for (uint i = 0; i < KEY_FIELDS; ++i) {
+    const KEY_T offset = ((k >> shifts[i]) - (lowest >> shifts[i])) & gpuagg_box_mask(widths[i]);
+    const uint span = i == 0u ? capacity : gpuagg_box_span(bits, i);
+    if (offset >= (KEY_T)span) return GPUAGG_NO_SLOT;
+    b = b * span + (ulong)offset;
+  }
+  return b < capacity ? (uint)b : GPUAGG_NO_SLOT;
+}
+#endif
+inline uint gpuagg_home(KEY_T k, uint bits, uint capacity, KEY_T key_min) {
+#if defined(KEY_FIELDS) && KEY_FIELDS > 1
+  if (bits != 0u) return gpuagg_box_bucket(k, key_min, capacity, bits);
+#endif
+  const KEY_T offset = k - key_min;
+  return offset < (KEY_T)capacity ? (uint)offset : GPUAGG_NO_SLOT;
+}
+inline KEY_T gpuagg_dense_key(uint b, KEY_T key_min, uint bits) {
+#if defined(KEY_FIELDS) && KEY_FIELDS > 1
+  if (bits != 0u) {
+    const uint shifts[KEY_FIELDS] = KEY_FIELD_SHIFTS;
+    const uint widths[KEY_FIELDS] = KEY_FIELD_BITS;
+    KEY_T k = 0;
+    for (uint i = KEY_FIELDS - 1u; i > 0u; --i) {
+      const uint span = gpuagg_box_span(bits, i);
+      k |= (((key_min >> shifts[i]) + (KEY_T)(b % span)) & gpuagg_box_mask(widths[i])) << shifts[i];
+      b /= span;
+    }
+    return k | ((((key_min >> shifts[0]) + (KEY_T)b) & gpuagg_box_mask(widths[0])) << shifts[0]);
+  }
+#endif
+  return key_min + (KEY_T)b;
+}
+)CLC"};
 };
 
 /// Linear probing (the paper's): the next bucket.

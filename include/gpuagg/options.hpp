@@ -79,6 +79,9 @@ struct key_domain {
   std::uint64_t min_bits = 0;  ///< the smallest key, sign-extended to 64 bits (the driver's table takes its low bits)
   std::uint64_t size = 0;      ///< max - min + 1 (0 when that exceeds 2^64 - 1)
   bool valid = false;          ///< min <= max
+  /// 0: the domain is the packed words [min, max]. Else a box of packed keys (of_box): the
+  /// spans of columns 1.. (detail::box_spans_code), min_bits the word of every column's lowest.
+  std::uint32_t box_spans = 0;
 
   key_domain() = default;
   template <detail::domain_integer Min, detail::domain_integer Max>
@@ -90,6 +93,19 @@ struct key_domain {
     const std::uint64_t span = max_.bits - min_.bits;
     const bool too_wide = (min_.negative && !max_.negative && max_.bits >= min_.bits) || span == ~std::uint64_t{0};
     size = valid && !too_wide ? span + 1 : 0;
+  }
+
+  /// The box of packed keys whose column i lies in [column i of `lowest_word`, that + span i),
+  /// `keys` keys in all, `spans` as detail::box_spans_code gives them: a key's bucket is its
+  /// columns' offsets in mixed radix (hash.hpp: identity_hash). group_by takes it where the plan
+  /// finds the key columns' exact box dense (query_planner::direct_box).
+  static key_domain of_box(std::uint64_t lowest_word, std::uint64_t keys, std::uint32_t spans) {
+    key_domain box;
+    box.min_bits = lowest_word;
+    box.size = keys;
+    box.valid = keys > 0 && spans != 0;
+    box.box_spans = spans;
+    return box;
   }
 
   /// Whether the domain is [min, max] with min <= max and both values of Key.
@@ -115,8 +131,11 @@ struct key_domain {
     }
   }
 
-  /// "[min, max]", the values as given.
-  std::string to_string() const { return "[" + min_.to_string() + ", " + max_.to_string() + "]"; }
+  /// "[min, max]", the values as given; a box's keys.
+  std::string to_string() const {
+    if (box_spans != 0) return "a box of " + std::to_string(size) + " keys";
+    return "[" + min_.to_string() + ", " + max_.to_string() + "]";
+  }
 
  private:
   detail::domain_bound min_;

@@ -445,12 +445,14 @@ class query_planner {
 
   // ---- whether to address the table directly (plan/direct_table.hpp) ----------------------------
 
-  /// Whether the driver should read the key column's exact range (a pass over its keys on the
-  /// device) to see whether direct addressing pays (direct_domain): options' `direct_table`
-  /// unless false (default: on a GPU), for a hash scheme over one key column on device input,
-  /// at least direct_min_groups groups planned, and a sample of shuffled keys (no frequent key,
-  /// no runs: their strategies and configurations were chosen for the hash table) whose range
-  /// is dense (not scattered_keys). Host input has no pass to spare before its first copies.
+  /// Whether the driver should read the key column's exact range, or packed key columns' exact
+  /// box (a pass over its keys on the device), to see whether direct addressing pays
+  /// (direct_domain, direct_box): options' `direct_table` unless false (default: on a GPU), for
+  /// a hash scheme on device input, at least direct_min_groups groups planned, and a sample of
+  /// shuffled keys (no frequent key, no runs: their strategies and configurations were chosen
+  /// for the hash table) whose range is dense (not scattered_keys), or whose box holds at most
+  /// dense_span_factor times the groups planned. Host input has no pass to spare before its
+  /// first copies.
   /// Never where options ask for the interleaved layout, a hash table's.
   bool direct_range_wanted() const;
   /// Direct addressing (a global table whose bucket is the key less the range's lowest, keeping
@@ -460,6 +462,11 @@ class query_planner {
   /// accumulator: no key read, no compare-and-swap, no probe; the table is often half the hash
   /// table's bytes, and at 2^22 groups fits the L2 where the hash table does not.
   std::optional<exact_key_range> direct_domain(const exact_key_range& range) const;
+  /// Direct addressing over the exact box of packed key columns (2 to 4), or none: as
+  /// direct_domain, for the box's keys (detail::key_box::keys), where every column's span but the
+  /// first fits the tables' `bits` (detail::box_spans_code: 32, 16 or 10 bits). Two columns of
+  /// 1,024 values are 2^20 buckets where their packed words span 2^42.
+  std::optional<detail::key_box> direct_box(const detail::key_box& box) const;
   /// Below this many groups the hash table stays in the L2 and its keys' reads are cached
   /// (plain_key_reads): direct addressing's kernels gain less than the range's pass costs.
   static constexpr std::uint64_t direct_min_groups = std::uint64_t{1} << 17;

@@ -30,6 +30,7 @@ namespace gpuagg {
 //   query.hot_keys_buffer()         the sample's frequent keys on the device (SHARED's hot-key table)
 //   query.perfect_local_buffer()    the perfect local table's keys and displacements on the device
 //   query.private_tables(buckets)   INDEPENDENT's private tables of at least `buckets` buckets
+//   query.box_spans()               direct addressing over a box: every table's `bits` (hash.hpp)
 
 /// SHARED: every work item updates the one global table with atomics. Always feasible.
 struct shared_strategy {
@@ -91,7 +92,7 @@ struct independent_strategy {
     const auto buckets = plan.private_capacity(params.config);
     detail::kernels::independent_args<typename Query::buffer_type> args;
     args.private_tables = query.private_tables(plan.total_threads(params.config) * (buckets + 1));
-    args.bits = Query::identity_scheme ? 0 : detail::log2_exact(buckets);
+    args.bits = Query::identity_scheme ? query.box_spans() : detail::log2_exact(buckets);
     args.capacity = static_cast<std::uint32_t>(buckets);
     return args;
   }
@@ -147,7 +148,9 @@ struct workgroup_local_strategy {
     for (std::size_t j = 0; j < Query::aggregate_count; ++j) {
       args.accumulators.push_back({entries * Query::accumulator_bytes(j)});
     }
-    args.bits = Query::identity_scheme || variant.range_local ? 0 : detail::log2_exact(buckets);
+    args.bits = Query::identity_scheme ? query.box_spans()
+                : variant.range_local      ? 0
+                                           : detail::log2_exact(buckets);
     args.capacity = static_cast<std::uint32_t>(buckets);
     args.copies = static_cast<std::uint32_t>(copies);
     if (variant.cold_queue) {

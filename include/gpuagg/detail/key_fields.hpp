@@ -10,6 +10,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 
 namespace gpuagg::detail {
 
@@ -62,23 +63,34 @@ class key_box_builder {
     seen_ = true;
   }
   constexpr key_box box() const noexcept {
+    if (!seen_) return {};
+    return box_of_extremes(layout_, low_, high_, signed_low_, signed_high_);
+  }
+
+  /// The box of every field's extremes: as unsigned values (`low`, `high`) and with the field's
+  /// top bit flipped (`signed_low`, `signed_high`, the order of its signed values); each field
+  /// takes the narrower of the two ranges. The device's pass (kernels/key_range.hpp) finds the
+  /// same four words a field.
+  static constexpr key_box box_of_extremes(const key_layout& layout, const std::array<std::uint64_t, max_key_fields>& low,
+                                           const std::array<std::uint64_t, max_key_fields>& high,
+                                           const std::array<std::uint64_t, max_key_fields>& signed_low,
+                                           const std::array<std::uint64_t, max_key_fields>& signed_high) noexcept {
     key_box box;
-    if (!seen_) return box;
-    box.fields = layout_.count;
-    for (std::uint32_t i = 0; i < layout_.count; ++i) {
-      const bool as_signed = signed_high_[i] - signed_low_[i] < high_[i] - low_[i];
-      const std::uint64_t low = as_signed ? signed_low_[i] ^ top(i) : low_[i];
-      box.lowest |= low << layout_.fields[i].shift;
-      box.extent[i] = as_signed ? signed_high_[i] - signed_low_[i] : high_[i] - low_[i];
+    box.fields = layout.count;
+    for (std::uint32_t i = 0; i < layout.count; ++i) {
+      const bool as_signed = signed_high[i] - signed_low[i] < high[i] - low[i];
+      const std::uint64_t lowest = as_signed ? signed_low[i] ^ top_bit(layout.fields[i]) : low[i];
+      box.lowest |= lowest << layout.fields[i].shift;
+      box.extent[i] = as_signed ? signed_high[i] - signed_low[i] : high[i] - low[i];
     }
     return box;
   }
 
  private:
-  constexpr std::uint64_t top(std::uint32_t i) const noexcept {
-    const unsigned bits = layout_.fields[i].bits;
-    return std::uint64_t{1} << ((bits >= 64 ? 64 : bits) - 1);
+  static constexpr std::uint64_t top_bit(const key_field& field) noexcept {
+    return std::uint64_t{1} << ((field.bits >= 64 ? 64 : field.bits) - 1);
   }
+  constexpr std::uint64_t top(std::uint32_t i) const noexcept { return top_bit(layout_.fields[i]); }
   key_layout layout_;
   std::array<std::uint64_t, max_key_fields> low_{};
   std::array<std::uint64_t, max_key_fields> high_{};
@@ -111,6 +123,29 @@ constexpr std::uint64_t box_word(const key_layout& layout, const key_box& box, s
     word |= ((f.of(box.lowest) + offset) & f.mask()) << f.shift;
   }
   return word;
+}
+
+/// Direct addressing over a box of packed keys (query_planner::direct_box): the global table's
+/// `bits` word, which the identity scheme reads as the spans (extent + 1) of fields 1 to
+/// count - 1 in equal parts of 32 bits (32, 16 or 10 bits: two, three or four fields); field 0's
+/// span follows from the table's capacity. None where the box has one field or a span does not
+/// fit its part. Never 0, which names a range of words (the kernels' gpuagg_home, hash.hpp).
+constexpr std::optional<std::uint32_t> box_spans_code(const key_box& box) noexcept {
+  if (box.fields < 2 || box.fields > max_key_fields) return std::nullopt;
+  const unsigned part = 32 / (box.fields - 1);
+  std::uint64_t code = 0;
+  for (std::uint32_t i = 1; i < box.fields; ++i) {
+    const std::uint64_t span = box.extent[i] + 1;
+    if (span == 0 || span >= (std::uint64_t{1} << part)) return std::nullopt;
+    code |= span << (part * (i - 1));
+  }
+  return static_cast<std::uint32_t>(code);
+}
+
+/// The span of field i (1 to fields - 1) in a box_spans_code word.
+constexpr std::uint64_t box_code_span(std::uint32_t code, std::uint32_t fields, std::uint32_t i) noexcept {
+  const unsigned part = 32 / (fields - 1);
+  return (std::uint64_t{code} >> (part * (i - 1))) & ((std::uint64_t{1} << part) - 1);
 }
 
 }  // namespace gpuagg::detail

@@ -372,6 +372,8 @@ class aggregation_driver {
     const query_planner& plan() const { return *driver.planner_; }
     cl::Buffer hot_keys_buffer() { return driver.hot_keys_on_device(); }
     cl::Buffer perfect_local_buffer() { return driver.perfect_local_on_device(); }
+    /// The identity scheme's `bits` for every table of the query, local and private ones too.
+    std::uint32_t box_spans() const { return driver.box_spans(); }
     detail::kernels::table_arg<cl::Buffer> private_tables(std::uint64_t buckets) {
       return driver.private_tables(buckets);
     }
@@ -386,8 +388,16 @@ class aggregation_driver {
 
   // ---- the key sample and the group estimate (driver/group_estimate.hpp) ----
   std::vector<bits_type> sample_keys();
-  /// The key column's exact range on the device (driver/key_range.hpp; one key column).
+  /// Every key field's extremes on the device, as unsigned values and in signed order
+  /// (driver/key_range.hpp).
+  struct key_extremes {
+    std::array<std::uint64_t, detail::max_key_fields> low{}, high{}, signed_low{}, signed_high{};
+  };
+  key_extremes read_key_extremes();
+  /// The key column's exact range on the device (one key column).
   exact_key_range read_key_range();
+  /// The packed key columns' exact box on the device.
+  detail::key_box read_key_box();
   group_estimate estimate_groups(const detail::sample_profile& profile);
   detail::host_sketch sketch_on_device(const std::vector<cl::Buffer>& inputs, bool words, cl_ulong first,
                                        cl_ulong stride, cl_ulong n, cl_ulong rows_end, bool sampled,
@@ -463,6 +473,15 @@ class aggregation_driver {
   bits_type key_min() const {
     if constexpr (identity_scheme) {
       return static_cast<bits_type>(opts_.domain->min_bits);
+    } else {
+      return 0;
+    }
+  }
+  /// Direct addressing over a box of packed keys: the tables' `bits` (key_domain::box_spans);
+  /// 0 for a range of words and for hash schemes, whose tables' bits are their own.
+  std::uint32_t box_spans() const {
+    if constexpr (identity_scheme) {
+      return opts_.domain->box_spans;
     } else {
       return 0;
     }

@@ -206,6 +206,7 @@ auto aggregation_driver<Bound>::enqueue_finalize(device_result<typename key_poli
   args.table = table_.arg();
   args.capacity = static_cast<std::uint32_t>(table_.capacity);
   args.key_min = key_min();
+  args.bits = table_.bits;
   args.meta = meta_;
   args.owners = owners;
   args.owner = owner;

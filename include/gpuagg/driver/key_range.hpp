@@ -1,12 +1,14 @@
 #pragma once
-// The key column's exact range, read on the device where the plan asks for it
-// (query_planner::direct_range_wanted): one pass over the keys, a few words a work group back.
+// The key column's exact range, or the exact box of packed key columns, read on the device where
+// the plan asks for it (query_planner::direct_range_wanted): one pass over the keys, a few words
+// a work group back.
 
 #ifndef GPUAGG_DRIVER_HPP
 #error "include <gpuagg/driver.hpp>: driver/*.hpp implement its members"
 #endif
 
 #include <algorithm>
+#include <array>
 #include <type_traits>
 
 #include "../kernels/key_range.hpp"
@@ -15,44 +17,64 @@
 namespace gpuagg {
 
 template <class Bound>
-exact_key_range aggregation_driver<Bound>::read_key_range() {
-  static_assert(key_policy::columns == 1, "the exact range is one key column's");
+auto aggregation_driver<Bound>::read_key_extremes() -> key_extremes {
+  constexpr std::uint32_t fields = key_policy::layout.count;
   const auto& key = columns_.front();
   cl::Kernel kernel = ctx_.kernel(estimate_program(), "gpuagg_key_range");
   const std::size_t local = std::min<std::size_t>(256, detail::power_of_two_below(kernel_work_group_limit(kernel)));
   const std::uint64_t groups =
       std::clamp<std::uint64_t>((rows_ + local - 1) / local, 1, std::uint64_t{ctx_.info().compute_units} * 16);
-  const std::uint64_t bytes = groups * 4 * sizeof(cl_ulong);
+  const std::uint64_t bytes = groups * fields * 4 * sizeof(cl_ulong);
   const cl::Buffer out = allocate(bytes, "the key range's extremes");
   detail::kernels::key_range_args<cl::Buffer> args;
   args.key_columns = device_key_columns();
   args.first = key.offset;
   args.n = rows_;
   args.out = out;
-  args.scratch = {4 * local * sizeof(cl_ulong)};
+  args.scratch = {fields * 4 * local * sizeof(cl_ulong)};
   detail::bind_arguments(kernel, "the key range", args);
   launch(kernel, static_cast<std::size_t>(groups * local), local, "the key range", nullptr);
   auto [pinned, size_class] = ctx_.pooled_pinned(bytes, "the key range's host copy");
   const auto* words = static_cast<const cl_ulong*>(pinned.mapped);
   const cl_int read = ctx_.compute_queue().enqueueReadBuffer(out, CL_TRUE, 0, bytes, pinned.mapped);
-  std::uint64_t lowest = ~std::uint64_t{0}, highest = 0, flipped_lowest = ~std::uint64_t{0}, flipped_highest = 0;
+  key_extremes found;
+  found.low.fill(~std::uint64_t{0});
+  found.signed_low.fill(~std::uint64_t{0});
   if (read == CL_SUCCESS) {
     for (std::uint64_t g = 0; g < groups; ++g) {
-      lowest = std::min<std::uint64_t>(lowest, words[4 * g]);
-      highest = std::max<std::uint64_t>(highest, words[4 * g + 1]);
-      flipped_lowest = std::min<std::uint64_t>(flipped_lowest, words[4 * g + 2]);
-      flipped_highest = std::max<std::uint64_t>(flipped_highest, words[4 * g + 3]);
+      for (std::uint32_t f = 0; f < fields; ++f) {
+        const cl_ulong* w = words + 4 * (g * fields + f);
+        found.low[f] = std::min<std::uint64_t>(found.low[f], w[0]);
+        found.high[f] = std::max<std::uint64_t>(found.high[f], w[1]);
+        found.signed_low[f] = std::min<std::uint64_t>(found.signed_low[f], w[2]);
+        found.signed_high[f] = std::max<std::uint64_t>(found.signed_high[f], w[3]);
+      }
     }
   }
   ctx_.recycle_pinned(size_class, pinned);
   detail::check(read, "reading the key range");
+  return found;
+}
+
+template <class Bound>
+exact_key_range aggregation_driver<Bound>::read_key_range() {
+  static_assert(key_policy::columns == 1, "the exact range is one key column's");
+  const key_extremes found = read_key_extremes();
   // A signed key's values in order are its words with the top bit flipped (the kernel's).
   constexpr std::uint64_t top = key_order_bit(std::is_signed_v<typename key_policy::value_type>, sizeof(bits_type));
   if constexpr (top != 0) {
-    return {flipped_lowest ^ top, flipped_highest - flipped_lowest};
+    return {found.signed_low[0] ^ top, found.signed_high[0] - found.signed_low[0]};
   } else {
-    return {lowest, highest - lowest};
+    return {found.low[0], found.high[0] - found.low[0]};
   }
+}
+
+template <class Bound>
+detail::key_box aggregation_driver<Bound>::read_key_box() {
+  static_assert(key_policy::layout.count > 1, "the exact box is packed key columns'");
+  const key_extremes found = read_key_extremes();
+  return detail::key_box_builder::box_of_extremes(key_policy::layout, found.low, found.high, found.signed_low,
+                                                  found.signed_high);
 }
 
 }  // namespace gpuagg

@@ -35,6 +35,7 @@ auto aggregation_driver<Bound>::enqueue_export(std::uint32_t owners, std::uint32
   args.table = table_.arg();
   args.capacity = static_cast<std::uint32_t>(table_.capacity);
   args.key_min = key_min();
+  args.bits = table_.bits;
   args.meta = meta_;
   args.owners = owners;
   args.owner = owner;

@@ -150,15 +150,22 @@ void aggregation_driver<Bound>::setup() {
     const detail::phase_clock planning(stats_.host.plan);
     make_planner(profile, groups);
   }
-  if constexpr (!identity_scheme && key_policy::columns == 1) {
+  if constexpr (!identity_scheme && (key_policy::columns == 1 || key_policy::layout.count > 1)) {
     if (handover_ != nullptr && planner_->direct_range_wanted()) {
       std::optional<exact_key_range> range;
+      std::uint32_t box_spans = 0;
       {
         const detail::phase_clock reading(stats_.host.estimate);
-        range = planner_->direct_domain(read_key_range());
+        if constexpr (key_policy::columns == 1) {
+          range = planner_->direct_domain(read_key_range());
+        } else if (const auto box = planner_->direct_box(read_key_box())) {
+          range = exact_key_range{box->lowest, static_cast<std::uint64_t>(box->keys()) - 1};
+          box_spans = *detail::box_spans_code(*box);
+        }
       }
       if (range) {
         handover_->range = range;
+        handover_->box_spans = box_spans;
         handover_->found = std::move(found);
         handover_->estimated = estimated;
         handover_->started = started_;

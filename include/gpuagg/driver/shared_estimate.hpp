@@ -30,6 +30,9 @@ struct input_estimate {
 /// query's clock and set-up phases run on.
 struct direct_handover {
   std::optional<exact_key_range> range;  ///< set where the plan takes direct addressing
+  /// Packed keys: the range is a box's keys from its lowest word, and these its spans
+  /// (key_domain::of_box); 0 for one key column's range of words.
+  std::uint32_t box_spans = 0;
   input_estimate found;
   bool estimated = false;  ///< found's groups are an estimate (not the caller's hint)
   std::chrono::steady_clock::time_point started;

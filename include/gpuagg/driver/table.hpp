@@ -29,7 +29,7 @@ auto aggregation_driver<Bound>::make_table(std::uint64_t capacity) -> table_buff
   } else {
     t = make_buffers(capacity, what);
   }
-  t.bits = identity_scheme ? 0 : detail::log2_exact(capacity);
+  t.bits = identity_scheme ? box_spans() : detail::log2_exact(capacity);
   cl::Kernel init = ctx_.kernel(home_program_, "gpuagg_initialize");
   detail::kernels::initialize_args<cl::Buffer> args;
   args.table = t.arg();

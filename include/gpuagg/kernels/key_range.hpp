@@ -1,7 +1,8 @@
 #pragma once
-// KEY_RANGE: the key column's smallest and largest key word, for the plan's choice of direct
-// addressing (plan/direct_table.hpp, driver/key_range.hpp). Built into the group estimate's
-// program (source.hpp: sample_program_source), which has the key's loads.
+// KEY_RANGE: the key column's smallest and largest key word, or each packed key column's, for
+// the plan's choice of direct addressing (plan/direct_table.hpp, driver/key_range.hpp). Built
+// into the group estimate's program (source.hpp: sample_program_source), which has the key's
+// loads.
 
 #include <cstdint>
 #include <vector>
@@ -12,18 +13,38 @@
 namespace gpuagg::detail::kernels {
 
 inline constexpr fixed_string key_range_kernel{R"CLC(
-// The smallest and largest key word of rows [first, first + n), as unsigned words and in the
-// order of signed values (the word's top bit flipped), per work group: out[4 g .. 4 g + 3] =
-// lowest, highest, lowest flipped, highest flipped. The host takes the groups' extremes.
-// `scratch`: four words a work item; the work-group size a power of two.
+// The smallest and largest value of every field of the key words of rows [first, first + n)
+// (one key column: one field, the whole word; packed keys: a field a column, KEY_FIELDS), as
+// unsigned values and in the order of signed values (the field's top bit flipped), per work
+// group: out[4 (F g + f) .. + 3] = lowest, highest, lowest flipped, highest flipped of field f.
+// The host takes the groups' extremes. `scratch`: 4 F words a work item; the work-group size a
+// power of two.
+#if defined(KEY_FIELDS) && KEY_FIELDS > 1
+#define GPUAGG_RANGE_FIELDS KEY_FIELDS
+#define GPUAGG_RANGE_SHIFTS KEY_FIELD_SHIFTS
+#define GPUAGG_RANGE_WIDTHS KEY_FIELD_BITS
+#else
+#define GPUAGG_RANGE_FIELDS 1
+#define GPUAGG_RANGE_SHIFTS {0u}
+#define GPUAGG_RANGE_WIDTHS {8u * (uint)sizeof(KEY_T)}
+#endif
 #define GPUAGG_RANGE_STEP(K) { \
     const ulong k_ = (ulong)(K); \
-    lo = min(lo, k_); hi = max(hi, k_); \
-    slo = min(slo, k_ ^ top); shi = max(shi, k_ ^ top); }
+    for (uint f_ = 0; f_ < GPUAGG_RANGE_FIELDS; ++f_) { \
+      const ulong v_ = (k_ >> shifts[f_]) & masks[f_]; \
+      lo[f_] = min(lo[f_], v_); hi[f_] = max(hi[f_], v_); \
+      slo[f_] = min(slo[f_], v_ ^ tops[f_]); shi[f_] = max(shi[f_], v_ ^ tops[f_]); } }
 __kernel void gpuagg_key_range(KEY_PARAMS, const ulong first, const ulong n, __global ulong* out,
                                __local ulong* scratch) {
-  const ulong top = (ulong)1 << (8u * (uint)sizeof(KEY_T) - 1u);
-  ulong lo = ~0ul, hi = 0ul, slo = ~0ul, shi = 0ul;
+  const uint shifts[GPUAGG_RANGE_FIELDS] = GPUAGG_RANGE_SHIFTS;
+  const uint widths[GPUAGG_RANGE_FIELDS] = GPUAGG_RANGE_WIDTHS;
+  ulong masks[GPUAGG_RANGE_FIELDS], tops[GPUAGG_RANGE_FIELDS];
+  ulong lo[GPUAGG_RANGE_FIELDS], hi[GPUAGG_RANGE_FIELDS], slo[GPUAGG_RANGE_FIELDS], shi[GPUAGG_RANGE_FIELDS];
+  for (uint f = 0; f < GPUAGG_RANGE_FIELDS; ++f) {
+    masks[f] = widths[f] >= 64u ? ~0ul : ((1ul << widths[f]) - 1ul);
+    tops[f] = 1ul << (widths[f] - 1u);
+    lo[f] = ~0ul; hi[f] = 0ul; slo[f] = ~0ul; shi[f] = 0ul;
+  }
   const ulong end = first + n;
   const ulong step = get_global_size(0);
   ulong row = first + get_global_id(0);
@@ -36,26 +57,35 @@ __kernel void gpuagg_key_range(KEY_PARAMS, const ulong first, const ulong n, __g
   for (; row < end; row += step) GPUAGG_RANGE_STEP(KEY_LOAD(row))
   const uint l = get_local_id(0);
   const uint size = get_local_size(0);
-  scratch[l] = lo;
-  scratch[size + l] = hi;
-  scratch[2u * size + l] = slo;
-  scratch[3u * size + l] = shi;
+  for (uint f = 0; f < GPUAGG_RANGE_FIELDS; ++f) {
+    __local ulong* mine = scratch + 4u * f * size;
+    mine[l] = lo[f];
+    mine[size + l] = hi[f];
+    mine[2u * size + l] = slo[f];
+    mine[3u * size + l] = shi[f];
+  }
   barrier(CLK_LOCAL_MEM_FENCE);
   for (uint s = size / 2u; s > 0u; s >>= 1) {
     if (l < s) {
-      scratch[l] = min(scratch[l], scratch[l + s]);
-      scratch[size + l] = max(scratch[size + l], scratch[size + l + s]);
-      scratch[2u * size + l] = min(scratch[2u * size + l], scratch[2u * size + l + s]);
-      scratch[3u * size + l] = max(scratch[3u * size + l], scratch[3u * size + l + s]);
+      for (uint f = 0; f < GPUAGG_RANGE_FIELDS; ++f) {
+        __local ulong* mine = scratch + 4u * f * size;
+        mine[l] = min(mine[l], mine[l + s]);
+        mine[size + l] = max(mine[size + l], mine[size + l + s]);
+        mine[2u * size + l] = min(mine[2u * size + l], mine[2u * size + l + s]);
+        mine[3u * size + l] = max(mine[3u * size + l], mine[3u * size + l + s]);
+      }
     }
     barrier(CLK_LOCAL_MEM_FENCE);
   }
   if (l == 0u) {
-    __global ulong* mine = out + 4ul * get_group_id(0);
-    mine[0] = scratch[0];
-    mine[1] = scratch[size];
-    mine[2] = scratch[2u * size];
-    mine[3] = scratch[3u * size];
+    for (uint f = 0; f < GPUAGG_RANGE_FIELDS; ++f) {
+      __local const ulong* mine = scratch + 4u * f * size;
+      __global ulong* group = out + 4ul * ((ulong)GPUAGG_RANGE_FIELDS * get_group_id(0) + f);
+      group[0] = mine[0];
+      group[1] = mine[size];
+      group[2] = mine[2u * size];
+      group[3] = mine[3u * size];
+    }
   }
 }
 )CLC"};
@@ -66,8 +96,8 @@ struct key_range_args {
   std::vector<Buffer> key_columns;
   std::uint64_t first = 0;
   std::uint64_t n = 0;
-  Buffer out;            ///< four words a work group
-  local_memory scratch;  ///< four words a work item
+  Buffer out;            ///< four words a field a work group
+  local_memory scratch;  ///< four words a field a work item
   template <class F>
   void for_each(F& f) const {
     f(key_columns);

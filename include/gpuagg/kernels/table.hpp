@@ -64,7 +64,8 @@ __kernel void gpuagg_merge(__global const KEY_T* src_keys ACC_PARAMS(__global co
 // With owners > 1, only the groups that `owner` owns (gpuagg_owner_of): each member of a
 // multi-device query finalizes its own share of the merged groups.
 __kernel void gpuagg_finalize(__global const KEY_T* g_keys ACC_PARAMS(__global const, g_), const uint capacity,
-                              const KEY_T key_min, __global const ulong* meta, const uint owners, const uint owner,
+                              const KEY_T key_min, const uint bits, __global const ulong* meta, const uint owners,
+                              const uint owner,
                               __global ulong* out_count KEY_OUT_PARAMS OUT_PARAMS) {
   __local uint wg_count;
   __local ulong wg_base;
@@ -77,7 +78,7 @@ __kernel void gpuagg_finalize(__global const KEY_T* g_keys ACC_PARAMS(__global c
     bool used = false;
     if (slot < capacity) {
 #if GPUAGG_DENSE_TABLE
-      k = key_min + (KEY_T)slot;
+      k = gpuagg_dense_key(slot, key_min, bits);
       used = GPUAGG_GLOBAL_USED(g_keys, slot);
 #else
       k = g_keys[slot * GPUAGG_KEY_STRIDE];
@@ -145,7 +146,8 @@ __kernel void gpuagg_count_new(__global const KEY_T* src_keys, const ulong n, __
 // only the groups that `owner` owns (gpuagg_owner_of): the share a member sends to that owner.
 inline constexpr fixed_string export_kernel{R"CLC(
 __kernel void gpuagg_export(__global const KEY_T* g_keys ACC_PARAMS(__global const, g_), const uint capacity,
-                            const KEY_T key_min, __global const ulong* meta, const uint owners, const uint owner,
+                            const KEY_T key_min, const uint bits, __global const ulong* meta, const uint owners,
+                            const uint owner,
                             __global ulong* out_count,
                             __global KEY_T* x_keys ACC_PARAMS(__global, x_)) {
   __local uint wg_count;
@@ -159,7 +161,7 @@ __kernel void gpuagg_export(__global const KEY_T* g_keys ACC_PARAMS(__global con
     bool used = false;
     if (slot < capacity) {
 #if GPUAGG_DENSE_TABLE
-      k = key_min + (KEY_T)slot;
+      k = gpuagg_dense_key(slot, key_min, bits);
       used = GPUAGG_GLOBAL_USED(g_keys, slot);
 #else
       k = g_keys[slot * GPUAGG_KEY_STRIDE];
@@ -225,13 +227,14 @@ struct merge_args {
   }
 };
 
-/// gpuagg_finalize(g_keys ACC_PARAMS(g_), capacity, key_min, meta, owners, owner, out_count
+/// gpuagg_finalize(g_keys ACC_PARAMS(g_), capacity, key_min, bits, meta, owners, owner, out_count
 /// KEY_OUT_PARAMS OUT_PARAMS).
 template <class Buffer, class Bits>
 struct finalize_args {
   table_arg<Buffer> table;
   std::uint32_t capacity = 0;
   Bits key_min = 0;
+  std::uint32_t bits = 0;  ///< direct addressing over a box: its spans (hash.hpp: gpuagg_dense_key)
   Buffer meta;
   std::uint32_t owners = 1;         ///< above 1: only `owner`'s groups (detail/owner.hpp)
   std::uint32_t owner = 0;
@@ -243,6 +246,7 @@ struct finalize_args {
     f(table);
     f(capacity);
     f(key_min);
+    f(bits);
     f(meta);
     f(owners);
     f(owner);
@@ -274,13 +278,14 @@ struct count_new_args {
   }
 };
 
-/// gpuagg_export(g_keys ACC_PARAMS(g_), capacity, key_min, meta, owners, owner, out_count,
+/// gpuagg_export(g_keys ACC_PARAMS(g_), capacity, key_min, bits, meta, owners, owner, out_count,
 /// x_keys ACC_PARAMS(x_)).
 template <class Buffer, class Bits>
 struct export_args {
   table_arg<Buffer> table;
   std::uint32_t capacity = 0;
   Bits key_min = 0;
+  std::uint32_t bits = 0;  ///< direct addressing over a box: its spans (hash.hpp: gpuagg_dense_key)
   Buffer meta;
   std::uint32_t owners = 1;  ///< above 1: only `owner`'s groups (detail/owner.hpp)
   std::uint32_t owner = 0;
@@ -291,6 +296,7 @@ struct export_args {
     f(table);
     f(capacity);
     f(key_min);
+    f(bits);
     f(meta);
     f(owners);
     f(owner);

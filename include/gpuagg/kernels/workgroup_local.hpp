@@ -30,14 +30,15 @@ inline void gpuagg_mark_used(__local uint* used, uint s) {
   if ((used[s >> 5] & bit) == 0u) atomic_or(used + (s >> 5), bit);
 }
 // Direct addressing's local table (GPUAGG_DENSE_TABLE), like its global one, keeps no keys:
-// entry s (bucket s / copies of copy s % copies) holds key key_min + s / copies, and l_keys holds
+// entry s (bucket s / copies of copy s % copies) holds the key of global bucket s / copies
+// (gpuagg_dense_key: key_min + s / copies, or a box's key; `bits` as the global table's), and l_keys holds
 // a bitmap of the entries in use (bit s % 32 of word s / 32), so a larger table fits in local
 // memory (8 bytes and a bit a bucket for a 64-bit sum, not 12).
 // Every key has its own bucket.
 #if GPUAGG_DENSE_TABLE
-inline uint gpuagg_insert_dense_local(__local uint* used, KEY_T k, uint capacity, KEY_T key_min, uint stride,
-                                      uint lane) {
-  const uint b = gpuagg_home(k, 0u, capacity, key_min);
+inline uint gpuagg_insert_dense_local(__local uint* used, KEY_T k, uint bits, uint capacity, KEY_T key_min,
+                                      uint stride, uint lane) {
+  const uint b = gpuagg_home(k, bits, capacity, key_min);
   if (b == GPUAGG_NO_SLOT) return GPUAGG_NO_SLOT;
   gpuagg_mark_used(used, b * stride + lane);
   return b;
@@ -172,7 +173,8 @@ __kernel void gpuagg_aggregate(GPUAGG_AGGREGATE_PARAMS, __local KEY_T* l_keys AC
   const uint copy = get_local_id(0) & (copies - 1u);
   uint local_claimed = 0;
 #if GPUAGG_DENSE_TABLE
-#define GPUAGG_LOCAL_SLOT(k) gpuagg_insert_dense_local(GPUAGG_LOCAL_BITMAP, k, local_capacity, key_min, copies, copy)
+#define GPUAGG_LOCAL_SLOT(k) \
+  gpuagg_insert_dense_local(GPUAGG_LOCAL_BITMAP, k, local_bits, local_capacity, key_min, copies, copy)
 #elif GPUAGG_RANGE_LOCAL
 #define GPUAGG_LOCAL_SLOT(k) \
   gpuagg_insert_range_local(GPUAGG_LOCAL_BITMAP, k, local_capacity, range_lowest, range_spans, copies, copy)
@@ -278,7 +280,7 @@ __kernel void gpuagg_aggregate(GPUAGG_AGGREGATE_PARAMS, __local KEY_T* l_keys AC
   for (uint b = get_local_id(0); b <= local_capacity; b += get_local_size(0)) {
     const uint s = b * copies;
 #if GPUAGG_DENSE_TABLE
-    const KEY_T k = key_min + (KEY_T)b;
+    const KEY_T k = gpuagg_dense_key(b, key_min, local_bits);
     const bool used = b < local_capacity && GPUAGG_LOCAL_USED(s);
 #elif GPUAGG_RANGE_LOCAL
     const bool used = b < local_capacity && GPUAGG_LOCAL_USED(s);
