@@ -293,11 +293,16 @@ TEST_CASE("the table: growth sized by the new groups, not the spilled rows; part
         std::uint64_t{1} << 26);
   // At least twice the old table.
   CHECK(p.grown_capacity(10, 0, 1 << 20) == std::uint64_t{1} << 21);
-  // Partitions: none within the L2, 8 for 40..128 MiB, 32 up to 3 GiB, none beyond.
-  CHECK(p.partitions(1 << 22, 1 << 20, false) == 1);          // 12 MiB
-  CHECK(p.partitions(1 << 22, 1 << 23, false) == 8);          // 96 MiB
-  CHECK(p.partitions(1 << 22, std::uint64_t{1} << 26, true) == 32);
-  CHECK(p.partitions(1 << 10, std::uint64_t{1} << 26, true) == 1);  // a small block: none
+  // Partitions: none within the L2; past it the fewest whose regions take at most 25 MiB, 2 to
+  // 32; none beyond 3 GiB. 12-byte buckets (a uint32 key and a 64-bit sum), 16-byte records.
+  CHECK(p.partitions(1 << 22, 1 << 20, false) == 1);                          // 12 MiB
+  CHECK(p.partitions(1 << 22, (1 << 22) - 1, false) == 2);                    // 48 MiB
+  CHECK(p.partitions(1 << 22, 1 << 23, false) == 4);                          // 96 MiB
+  CHECK(p.partitions(1 << 22, std::uint64_t{1} << 24, false) == 8);           // 192 MiB
+  CHECK(p.partitions(1 << 22, std::uint64_t{1} << 25, true) == 32);           // 512 MiB: 21 regions
+  CHECK(p.partitions(1 << 22, std::uint64_t{1} << 26, true) == 32);           // 1 GiB: at most 32
+  CHECK(p.partitions(1 << 22, std::uint64_t{1} << 28, true) == 1);            // 4 GiB: none
+  CHECK(p.partitions(1 << 10, std::uint64_t{1} << 26, true) == 1);            // a small block: none
   options three;
   three.partitions = 4;
   CHECK(plan(h100(), uniform_input(1 << 10), three).partitions(1 << 22, 1 << 20, false) == 4);

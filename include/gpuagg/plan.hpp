@@ -131,10 +131,17 @@ class query_planner {
 
   /// PARTITION's runs for a block of `rows` rows over a global table of `capacity` buckets (1:
   /// none): options' `partitions`, else by the bytes the rows touch, for blocks of at least
-  /// 2^16 rows: 8 runs for tables of 40 to 128 MiB, 32 up to 3 GiB; none for smaller
-  /// tables (they stay in a 50 MB L2) or larger ones (runs of a region no longer fit it either).
-  /// At most one run per bucket.
+  /// 2^16 rows: the fewest (a power of two, 2 to max_partition_runs) whose regions take at most
+  /// partition_region_bytes, for tables of cache_resident_table_bytes to partitioned_max_bytes;
+  /// none for smaller tables (they stay in a 50 MB L2) or larger ones (runs of a region no
+  /// longer fit it either). At most one run per bucket.
   std::uint32_t partitions(std::uint64_t rows, std::uint64_t capacity, bool interleaved_layout) const;
+  /// A region of the table that AGGREGATE keeps in the L2 while PARTITION's runs feed it: about
+  /// half of a 50 MB L2, which the streamed rows and the run's other regions share; larger
+  /// regions miss it, and more runs than needed cost PARTITION more (docs/decisions.md).
+  static constexpr std::uint64_t partition_region_bytes = std::uint64_t{25} << 20;
+  static constexpr std::uint64_t max_partition_runs = 32;
+  static constexpr std::uint64_t partitioned_max_bytes = std::uint64_t{3} << 30;
 
   /// Buckets of WORKGROUPLOCAL's local table: the range local table's (range_local), the perfect
   /// local table's (perfect_local), else probed_local_capacity.

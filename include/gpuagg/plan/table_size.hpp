@@ -74,10 +74,14 @@ inline std::uint32_t query_planner::partitions(std::uint64_t rows, std::uint64_t
   std::uint64_t parts = opts_.partitions;
   if (parts == 0) {
     const std::uint64_t bytes = global_table_bytes(capacity, interleaved_layout);
-    parts = rows < (std::uint64_t{1} << 16) || bytes <= cache_resident_table_bytes ? 1
-            : bytes <= (std::uint64_t{128} << 20)                                  ? 8
-            : bytes <= (std::uint64_t{3} << 30)                                    ? 32
-                                                                                   : 1;
+    if (rows < (std::uint64_t{1} << 16) || bytes <= cache_resident_table_bytes || bytes > partitioned_max_bytes) {
+      parts = 1;
+    } else {
+      // The fewest runs whose regions take at most partition_region_bytes: each doubling of the
+      // runs costs PARTITION a pass's worth more, and a region past it costs AGGREGATE more.
+      parts = std::clamp<std::uint64_t>(detail::next_pow2((bytes + partition_region_bytes - 1) / partition_region_bytes),
+                                        2, max_partition_runs);
+    }
   }
   return static_cast<std::uint32_t>(std::min<std::uint64_t>(parts, capacity));
 }
