@@ -339,8 +339,9 @@ auto run_and_finish(Driver& driver, const options& opts) {
 
 /// group_by's and group_by_on_device's query on one device: run as the plan says (tuned where
 /// it says so; with direct addressing over the key column's exact range, or the key columns'
-/// exact box, where the plan takes it), its result copied to the host or left on the device (`on_device`), and run again with a
-/// spill area for every row in flight should the plan's smaller one overflow.
+/// exact box, where the plan takes it), its result copied to the host or left on the device
+/// (`on_device`), and run again with a spill area for every row in flight should the plan's
+/// smaller one overflow.
 template <class Query, bool on_device, class KeyColumn, class Values>
 auto run_default_query(const KeyColumn& keys, const Values& values, const options& opts) {
   return with_spill_restart([&](bool restartable) {
