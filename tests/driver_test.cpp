@@ -1040,17 +1040,24 @@ TEST_CASE("PARTITION: rows ordered into runs by table region give exact results 
   const auto vals = random_values<std::int64_t>(keys.size(), rng);
   const input dense{keys, vals};
   const auto direct = select<direct_addressing>(sum(col<0>), count(), min(col<0>));
+  // The copy of a 64-bit key's runs holds buckets (query_planner::partition_copy_buckets).
   for (const std::uint32_t parts : {4u, 512u}) {
     CAPTURE(parts);
-    options opts;
-    opts.domain = key_domain(lo, hi);
-    opts.partitions = parts;
-    opts.strategy = strategy_kind::shared;
-    opts.block_bytes = 8192 * sizeof(std::uint64_t);
-    check_equal(group_by(keys, vals, direct, opts), reference(dense));
-    auto outside = keys;
-    outside[20'000] = hi + 1;
-    CHECK_THROWS_AS(group_by(outside, vals, direct, opts), key_out_of_domain_error);
+    for (const auto strategy : all_strategies) {
+      CAPTURE(strategy);
+      options opts;
+      opts.domain = key_domain(lo, hi);
+      opts.partitions = parts;
+      opts.strategy = strategy;
+      opts.config = launch_config{2, 64};
+      opts.block_bytes = 8192 * sizeof(std::uint64_t);
+      const auto r = group_by(keys, vals, direct, opts);
+      check_equal(r, reference(dense));
+      CHECK(r.stats.partition_seconds > 0);
+      auto outside = keys;
+      outside[20'000] = hi + 1;
+      CHECK_THROWS_AS(group_by(outside, vals, direct, opts), key_out_of_domain_error);
+    }
   }
   // Automatic: off for tables that fit the L2 (here a few KiB), on for a table of 128 MiB (a
   // hint of 2^21 groups: 2^22 buckets of 32 bytes) and a block of at least 2^16 rows.

@@ -306,6 +306,19 @@ TEST_CASE("the table: growth sized by the new groups, not the spilled rows; part
   options three;
   three.partitions = 4;
   CHECK(plan(h100(), uniform_input(1 << 10), three).partitions(1 << 22, 1 << 20, false) == 4);
+  // PARTITION's copy holds buckets in place of keys for direct addressing over a 64-bit word
+  // only: a 32-bit word gains nothing, and a hash table needs its keys.
+  CHECK_FALSE(p.partition_copy_buckets());
+  query_shape direct;
+  direct.identity_scheme = true;
+  direct.domain_size = 1 << 24;
+  direct.key_bytes = 4;
+  CHECK_FALSE(plan(h100(), uniform_input(1 << 24), {}, direct).partition_copy_buckets());
+  direct.key_bytes = 8;
+  CHECK(plan(h100(), uniform_input(1 << 24), {}, direct).partition_copy_buckets());
+  query_shape hashed = direct;
+  hashed.identity_scheme = false;
+  CHECK_FALSE(plan(h100(), uniform_input(1 << 24), {}, hashed).partition_copy_buckets());
   // Too many groups for 2^31 buckets: a typed error that says how many.
   CHECK_THROWS_AS(p.table_capacity_for(std::uint64_t{1} << 31), out_of_memory_error);
 }

@@ -142,6 +142,11 @@ class query_planner {
   static constexpr std::uint64_t partition_region_bytes = std::uint64_t{25} << 20;
   static constexpr std::uint64_t max_partition_runs = 32;
   static constexpr std::uint64_t partitioned_max_bytes = std::uint64_t{3} << 30;
+  /// Whether PARTITION's copy holds each row's bucket (32 bits) in place of its key columns
+  /// (kernels/partition.hpp: bucketed): direct addressing over a 64-bit key word (a 64-bit key,
+  /// or packed columns' box), where the bucket halves the key's bytes that SCATTER writes and
+  /// AGGREGATE reads back. A 32-bit word gains nothing, and hash tables need the key.
+  bool partition_copy_buckets() const noexcept { return shape_.identity_scheme && shape_.key_bytes == 8; }
 
   /// Buckets of WORKGROUPLOCAL's local table: the range local table's (range_local), the perfect
   /// local table's (perfect_local), else probed_local_capacity.

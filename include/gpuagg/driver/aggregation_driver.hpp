@@ -369,11 +369,14 @@ class aggregation_driver {
     static constexpr std::size_t aggregate_count = aggregation_driver::aggregate_count;
     static constexpr std::size_t accumulator_bytes(std::size_t j) { return acc_size(j); }
     aggregation_driver& driver;
+    /// AGGREGATE reads PARTITION's copy of buckets (query_planner::partition_copy_buckets):
+    /// every table's `bits` 0.
+    bool bucket_space = false;
     const query_planner& plan() const { return *driver.planner_; }
     cl::Buffer hot_keys_buffer() { return driver.hot_keys_on_device(); }
     cl::Buffer perfect_local_buffer() { return driver.perfect_local_on_device(); }
     /// The identity scheme's `bits` for every table of the query, local and private ones too.
-    std::uint32_t box_spans() const { return driver.box_spans(); }
+    std::uint32_t box_spans() const { return bucket_space ? 0 : driver.box_spans(); }
     detail::kernels::table_arg<cl::Buffer> private_tables(std::uint64_t buckets) {
       return driver.private_tables(buckets);
     }

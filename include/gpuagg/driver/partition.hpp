@@ -48,7 +48,11 @@ auto aggregation_driver<Bound>::partition_count(const std::vector<cl::Buffer>& i
     partition_total_ = allocate(partition_pieces_ * sizeof(cl_uint), "PARTITION's totals");
     for (const auto& column : columns_) {
       const std::uint64_t piece_rows = std::uint64_t{partition_piece_rows_} + partition_tiles_;
-      partition_inputs_.push_back(allocate(piece_rows * column.element_size, "a partitioned piece of a block"));
+      // The first key column's copy holds a 32-bit bucket a row where the copy takes buckets,
+      // whatever that column's own width.
+      std::uint64_t element = column.element_size;
+      if (partition_inputs_.empty() && planner_->partition_copy_buckets()) element = std::max<std::uint64_t>(element, 4);
+      partition_inputs_.push_back(allocate(piece_rows * element, "a partitioned piece of a block"));
     }
   }
   partition_layout layout;
@@ -71,6 +75,7 @@ auto aggregation_driver<Bound>::partition_count(const std::vector<cl::Buffer>& i
   params.parts = parts;
   params.piece_tiles = static_cast<std::uint32_t>(tiles);
   params.piece = 0;
+  params.bucketed = planner_->partition_copy_buckets() ? 1 : 0;
   const std::size_t local = partition_local_;
   const std::size_t e = events.size();
   events.resize(e + 3);

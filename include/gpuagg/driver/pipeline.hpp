@@ -222,6 +222,14 @@ auto aggregation_driver<Bound>::enqueue_rows(const execution_params& params, std
       args.columns = partition_scatter(inputs, layout, piece, pending.partition);
       args.row_begin = 0;
       args.row_end = end - begin;
+      if (layout.params.bucketed != 0) {
+        // The copy holds buckets: every table of this launch addressed in bucket space, where a
+        // key's home is the key (kernels/partition.hpp).
+        args.bucketed = 1;
+        args.bits = 0;
+        args.key_min = 0;
+        view.bucket_space = true;
+      }
       if (end < row_end) {
         pending.pieces.emplace_back();
         aggregate(&pending.pieces.back(), nullptr);

@@ -187,9 +187,17 @@ inline uint gpuagg_find_hot(__local const KEY_T* keys, KEY_T k, uint bits, uint 
 #ifndef GPUAGG_ROWS_IN_FLIGHT
 #define GPUAGG_ROWS_IN_FLIGHT 4
 #endif
+// A row's key: its key columns, or where AGGREGATE reads PARTITION's copy of a 64-bit key word
+// with `bucketed`, the row's bucket there (kernels/partition.hpp; the tables' bits and smallest
+// key are 0 in that launch, so the bucket is its own home).
+#if KEY_IS_64
+#define GPUAGG_ROW_KEY(row) (bucketed ? (KEY_T)((__global const uint*)key_in0)[row] : KEY_LOAD(row))
+#else
+#define GPUAGG_ROW_KEY(row) KEY_LOAD(row)
+#endif
 #define GPUAGG_ROW_LOAD(i, stride) \
   const ulong r##i##_ = row_ + i * (stride); \
-  const KEY_T k##i##_ = KEY_LOAD(r##i##_); \
+  const KEY_T k##i##_ = GPUAGG_ROW_KEY(r##i##_); \
   ACC_LOAD_ROW(a##i##_, r##i##_)
 #define GPUAGG_ROW_COMBINE(i, ROW) if (ROW_PASSES(r##i##_)) { ROW(k##i##_, r##i##_, a##i##_) }
 #if GPUAGG_ROWS_IN_FLIGHT == 8
@@ -214,7 +222,7 @@ inline uint gpuagg_find_hot(__local const KEY_T* keys, KEY_T k, uint bits, uint 
     GPUAGG_ROWS_STEP(stride, ROW) \
   } \
   for (; row_ < (end); row_ += (stride)) { \
-    const KEY_T k_ = KEY_LOAD(row_); \
+    const KEY_T k_ = GPUAGG_ROW_KEY(row_); \
     ACC_LOAD_ROW(a_, row_) \
     if (ROW_PASSES(row_)) { ROW(k_, row_, a_) } \
   } }
@@ -223,8 +231,8 @@ inline uint gpuagg_find_hot(__local const KEY_T* keys, KEY_T k, uint bits, uint 
   KEY_PARAMS VALUE_PARAMS, const ulong row_begin, const ulong row_end, \
   __global KEY_T* g_keys ACC_PARAMS(__global, g_), const uint bits, const uint capacity, \
   const KEY_T key_min, const uint max_probes, __global ulong* meta, \
-  __global KEY_T* s_keys ACC_PARAMS(__global, s_), const uint spill_capacity, const uint plain_key_reads \
-  GPUAGG_RUN_CACHE_PARAMS
+  __global KEY_T* s_keys ACC_PARAMS(__global, s_), const uint spill_capacity, const uint plain_key_reads, \
+  const uint bucketed GPUAGG_RUN_CACHE_PARAMS
 )CLC"};
 
 /// GPUAGG_RUN_CACHE_PARAMS, in builds with -DGPUAGG_RUN_CACHE: the hot-key register.
@@ -252,7 +260,7 @@ struct private_keys_args {
 
 /// GPUAGG_AGGREGATE_PARAMS: KEY_PARAMS VALUE_PARAMS, row_begin, row_end, g_keys
 /// ACC_PARAMS(g_), bits, capacity, key_min, max_probes, meta, s_keys ACC_PARAMS(s_),
-/// spill_capacity, plain_key_reads GPUAGG_RUN_CACHE_PARAMS. Each strategy's own parameters
+/// spill_capacity, plain_key_reads, bucketed GPUAGG_RUN_CACHE_PARAMS. Each strategy's own parameters
 /// follow (its aggregate args).
 template <class Buffer, class Bits>
 struct aggregate_args {
@@ -268,6 +276,7 @@ struct aggregate_args {
   table_arg<Buffer> spill;
   std::uint32_t spill_capacity = 0;
   std::uint32_t plain_key_reads = 0;
+  std::uint32_t bucketed = 0;  ///< the key columns are PARTITION's copy of buckets (kernels/partition.hpp)
   std::optional<run_cache_args<Bits>> run_cache;  ///< exactly in builds with -DGPUAGG_RUN_CACHE
   std::optional<private_keys_args<Bits>> private_keys;  ///< exactly in builds with -DGPUAGG_PRIVATE_GROUPS
   template <class F>
@@ -284,6 +293,7 @@ struct aggregate_args {
     f(spill);
     f(spill_capacity);
     f(plain_key_reads);
+    f(bucketed);
     f(run_cache);
     f(private_keys);
   }

@@ -25,7 +25,7 @@ __kernel void gpuagg_aggregate(GPUAGG_AGGREGATE_PARAMS, __global KEY_T* p_keys A
   uint private_special = 0;
   for (ulong row = row_begin + lane; row < row_end; row += stride) {
     if (!ROW_PASSES(row)) continue;
-    const KEY_T k = KEY_LOAD(row);
+    const KEY_T k = GPUAGG_ROW_KEY(row);
     ACC_LOAD_ROW(a_, row)
     const uint ps = gpuagg_insert_private(p_keys, stride, lane, k, private_bits, private_capacity, key_min);
     if (ps != GPUAGG_NO_SLOT) {

@@ -17,6 +17,11 @@ inline constexpr fixed_string partition_kernels{R"CLC(// PARTITION (beyond the p
 // its run, in no particular order within it). AGGREGATE then reads the ordered copy. A block
 // is ordered a piece at a time (its copy holds one piece), and counted and scanned once: each
 // piece has `piece_tiles` tiles, and COUNT and SCAN keep each piece's counts and bases apart.
+// With `bucketed` (direct addressing over a key word of 64 bits: query_planner::
+// partition_copy_buckets), SCATTER writes each row's bucket, 32 bits, into the first key
+// column's copy and no other key column: AGGREGATE then reads 4 bytes a row for the key where a
+// packed pair or a 64-bit key took 8, and takes the bucket for its key (bucket space: the tables'
+// bits and smallest key 0, where a key's home is the key itself).
 #define GPUAGG_MAX_PARTS 1024u
 inline uint gpuagg_part(KEY_T k, uint bits, uint capacity, KEY_T key_min, uint region, uint parts) {
   const uint b = gpuagg_home(k, bits, capacity, key_min);
@@ -25,7 +30,8 @@ inline uint gpuagg_part(KEY_T k, uint bits, uint capacity, KEY_T key_min, uint r
 
 #define GPUAGG_PARTITION_PARAMS \
   const ulong row_begin, const ulong row_end, const ulong tile_rows, const uint bits, const uint capacity, \
-  const KEY_T key_min, const uint region, const uint parts, const uint piece_tiles, const uint piece
+  const KEY_T key_min, const uint region, const uint parts, const uint piece_tiles, const uint piece, \
+  const uint bucketed
 
 // Tile t (work group t) holds rows [row_begin + t * tile_rows, + tile_rows), tile t % piece_tiles
 // of piece t / piece_tiles: counts[(piece * parts + p) * piece_tiles + t % piece_tiles].
@@ -139,7 +145,15 @@ __kernel void gpuagg_partition_scatter(KEY_PARAMS VALUE_PARAMS, GPUAGG_PARTITION
       const uint p = run_of[at];
       const ulong row = chunk_begin + order[at];
       const uint to = next[p] + (at - start[p]);
+#if KEY_IS_64
+      if (bucketed) {
+        ((__global uint*)key_copy0)[to] = gpuagg_home(KEY_LOAD(row), bits, capacity, key_min);
+      } else {
+        KEY_COPY(to, row);
+      }
+#else
       KEY_COPY(to, row);
+#endif
       VALUE_COPY(to, row)
     }
     barrier(CLK_LOCAL_MEM_FENCE);
@@ -162,6 +176,7 @@ struct partition_params {
   std::uint32_t parts = 1;
   std::uint32_t piece_tiles = 1;  ///< tiles of each piece
   std::uint32_t piece = 0;        ///< SCATTER: the piece [row_begin, row_end) is
+  std::uint32_t bucketed = 0;     ///< SCATTER writes buckets, not keys (64-bit key words only)
   template <class F>
   void for_each(F& f) const {
     f(row_begin);
@@ -174,6 +189,7 @@ struct partition_params {
     f(parts);
     f(piece_tiles);
     f(piece);
+    f(bucketed);
   }
 };
 

@@ -215,7 +215,7 @@ __kernel void gpuagg_aggregate(GPUAGG_AGGREGATE_PARAMS, __local KEY_T* l_keys AC
     for (uint j_ = 0; j_ < cold_rows; ++j_) {
       const ulong row_ = mine_ + (round_ * cold_rows + j_) * stride_;
       if (row_ < row_end && ROW_PASSES(row_)) {
-        const KEY_T k_ = KEY_LOAD(row_);
+        const KEY_T k_ = GPUAGG_ROW_KEY(row_);
         if (have_hot && k_ == hot_key) {
           ACC_LOAD_ROW(a_, row_)
           ACC_MERGE_PRIVATE(hot_, a_)
