@@ -19,31 +19,37 @@ inline constexpr fixed_string key_range_kernel{R"CLC(
 // group: out[4 (F g + f) .. + 3] = lowest, highest, lowest flipped, highest flipped of field f.
 // The host takes the groups' extremes. `scratch`: 4 F words a work item; the work-group size a
 // power of two.
+// The extremes are kept in GPUAGG_RANGE_T, the narrowest type every field fits: a packed key's
+// columns are 32 bits or narrower (together at most 64), so its fields compare as uint, not as
+// the 64-bit word; one column compares as its word.
 #if defined(KEY_FIELDS) && KEY_FIELDS > 1
 #define GPUAGG_RANGE_FIELDS KEY_FIELDS
 #define GPUAGG_RANGE_SHIFTS KEY_FIELD_SHIFTS
 #define GPUAGG_RANGE_WIDTHS KEY_FIELD_BITS
+#define GPUAGG_RANGE_T uint
 #else
 #define GPUAGG_RANGE_FIELDS 1
 #define GPUAGG_RANGE_SHIFTS {0u}
 #define GPUAGG_RANGE_WIDTHS {8u * (uint)sizeof(KEY_T)}
+#define GPUAGG_RANGE_T KEY_T
 #endif
 #define GPUAGG_RANGE_STEP(K) { \
-    const ulong k_ = (ulong)(K); \
+    const KEY_T k_ = (K); \
     for (uint f_ = 0; f_ < GPUAGG_RANGE_FIELDS; ++f_) { \
-      const ulong v_ = (k_ >> shifts[f_]) & masks[f_]; \
+      const GPUAGG_RANGE_T v_ = (GPUAGG_RANGE_T)(k_ >> shifts[f_]) & masks[f_]; \
       lo[f_] = min(lo[f_], v_); hi[f_] = max(hi[f_], v_); \
       slo[f_] = min(slo[f_], v_ ^ tops[f_]); shi[f_] = max(shi[f_], v_ ^ tops[f_]); } }
 __kernel void gpuagg_key_range(KEY_PARAMS, const ulong first, const ulong n, __global ulong* out,
                                __local ulong* scratch) {
   const uint shifts[GPUAGG_RANGE_FIELDS] = GPUAGG_RANGE_SHIFTS;
   const uint widths[GPUAGG_RANGE_FIELDS] = GPUAGG_RANGE_WIDTHS;
-  ulong masks[GPUAGG_RANGE_FIELDS], tops[GPUAGG_RANGE_FIELDS];
-  ulong lo[GPUAGG_RANGE_FIELDS], hi[GPUAGG_RANGE_FIELDS], slo[GPUAGG_RANGE_FIELDS], shi[GPUAGG_RANGE_FIELDS];
+  GPUAGG_RANGE_T masks[GPUAGG_RANGE_FIELDS], tops[GPUAGG_RANGE_FIELDS];
+  GPUAGG_RANGE_T lo[GPUAGG_RANGE_FIELDS], hi[GPUAGG_RANGE_FIELDS], slo[GPUAGG_RANGE_FIELDS],
+      shi[GPUAGG_RANGE_FIELDS];
   for (uint f = 0; f < GPUAGG_RANGE_FIELDS; ++f) {
-    masks[f] = widths[f] >= 64u ? ~0ul : ((1ul << widths[f]) - 1ul);
-    tops[f] = 1ul << (widths[f] - 1u);
-    lo[f] = ~0ul; hi[f] = 0ul; slo[f] = ~0ul; shi[f] = 0ul;
+    masks[f] = (GPUAGG_RANGE_T)(widths[f] >= 64u ? ~0ul : ((1ul << widths[f]) - 1ul));
+    tops[f] = (GPUAGG_RANGE_T)(1ul << (widths[f] - 1u));
+    lo[f] = (GPUAGG_RANGE_T)~0ul; hi[f] = 0; slo[f] = (GPUAGG_RANGE_T)~0ul; shi[f] = 0;
   }
   const ulong end = first + n;
   const ulong step = get_global_size(0);
