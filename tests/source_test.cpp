@@ -206,6 +206,7 @@ TEST_CASE("PARTITION's kernels order a block's rows into runs by table region, p
         k.setArg(at++, cl_uint(parts));
         k.setArg(at++, cl_uint(tiles));
         k.setArg(at++, cl_uint(piece));
+        k.setArg(at++, cl_uint(0));  // bucketed: SCATTER copies the keys
         return at;
       };
       auto& queue = c.compute_queue();
