@@ -7,7 +7,7 @@
 #   bench/suite.sh --ab-prepare REV...                     (here, with git)
 #   bench/suite.sh --ab "PROGRAM ARGS..." [--out DIR]      (on the device, with ab/ carried)
 #
-# Parts (default: uniform,skew,host,cold,peers, the default path's run of record; "all": every
+# Parts (default: uniform,skew,host,host-skew,cold,peers, the default path's run of record; "all": every
 # part, more than one 10-minute command on the H100 at 2^27 rows):
 #   uniform       groupby_bench: the default call (no options) and the oracle (true group count,
 #                 fastest configuration of a sweep) at every even group count up to 2^(rows+1),
@@ -15,6 +15,8 @@
 #   skew          the same on zipf, 90% heavy-hitter and sorted keys at 2^4,10,16,20,24
 #                                                               -> default.csv, sweep.csv
 #   host          pinned and pageable host input at the same five group counts -> default.csv
+#   host-skew     pinned and pageable host input on zipf and 90% heavy-hitter keys at 2^16,20,24,
+#                 where the host's estimate extrapolates its sample  -> default.csv
 #   composite     the default call and the oracle with two uint32 key columns, keys(a, b), at
 #                 2^10,16,20,24, device input, columns spread over 32 bits and of narrow
 #                 ranges (distribution "narrow") -> composite.csv, composite_sweep.csv
@@ -71,7 +73,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 build=build/default
 out=""
 rows=27
-parts=uniform,skew,host,cold,peers
+parts=uniform,skew,host,host-skew,cold,peers
 deadline_s=570
 ab_args=""
 while (($#)); do
@@ -96,8 +98,8 @@ while (($#)); do
     *) echo "suite.sh: unknown argument $1 (--help)" >&2; exit 2 ;;
   esac
 done
-[[ $parts == all ]] && parts=uniform,skew,host,composite,scattered,wide,tpch,cold,peers,baselines,values,space,replay,live,live-filled,live-queries,fill,profile
-known=",uniform,skew,host,composite,scattered,wide,tpch,cold,peers,baselines,values,space,replay,live,live-filled,live-queries,fill,profile,"
+[[ $parts == all ]] && parts=uniform,skew,host,host-skew,composite,scattered,wide,tpch,cold,peers,baselines,values,space,replay,live,live-filled,live-queries,fill,profile
+known=",uniform,skew,host,host-skew,composite,scattered,wide,tpch,cold,peers,baselines,values,space,replay,live,live-filled,live-queries,fill,profile,"
 for p in ${parts//,/ }; do
   [[ $known == *",$p,"* ]] || { echo "suite.sh: unknown part $p (--help)" >&2; exit 2; }
 done
@@ -230,6 +232,21 @@ if has host; then
     step 250 "host_$input" "$bench" --rows-log2 "$rows" --groups-log2 "$five" --input "$input" --sweep "$host_sweep" \
       --reps 5 --interleave --csv "$tmp/h.csv"
     merge default.csv $default_key "$tmp/h.csv"
+  done
+fi
+if has host-skew; then
+  need groupby_bench
+  # Skewed keys from host memory: the host's estimate at these group counts extrapolates its
+  # 1/128 sample (a power law's fit for zipf, the hot key set aside for heavy hitters). The
+  # oracle sweeps the four configurations that won the host part's group counts.
+  host_skew_sweep="W:16x128,S:64x256,S:128x256,S:256x64"
+  for input in pinned pageable; do
+    for dist in zipf heavy; do
+      rm -f "$tmp/h.csv"
+      step 200 "host_${input}_$dist" "$bench" --rows-log2 "$rows" --groups-log2 "$(upto 16,20,24)" --input "$input" \
+        --distribution "$dist" --sweep "$host_skew_sweep" --reps 5 --interleave --csv "$tmp/h.csv"
+      merge default.csv $default_key "$tmp/h.csv"
+    done
   done
 fi
 if has composite; then

@@ -54,7 +54,7 @@ enum class estimate_source : std::uint8_t {
   sketch,       ///< stage 2: sketches of a strided sample
   runs,         ///< sorted input: the runs its key sample's neighbours show
   full_sketch,  ///< stage 3, device input: a sketch of every key
-  extrapolated  ///< stage 3, host input: the strided sample's growth, bounded by its runs
+  extrapolated  ///< stage 3, host input: the strided sample's growth (or its power law), bounded by its runs
 };
 
 constexpr std::string_view to_string(estimate_source source) noexcept {
@@ -198,8 +198,8 @@ inline double sketch_estimate(std::span<const std::uint32_t> registers) {
   return alpha_infinity * m * m / z;
 }
 
-/// The host's count of the key sample's frequent keys in a sketch's sub-sample (every fourth
-/// sampled row): the rows they hold and how many of them occur.
+/// The host's count of the key sample's frequent keys in a sketch's sampled rows: the rows they
+/// hold and how many of them occur.
 struct frequent_keys_count {
   std::uint64_t rows = 0;
   std::uint64_t present = 0;
@@ -219,12 +219,13 @@ struct sketch_evidence {
   /// enough to see the few repeated keys of a sample from many groups, which the sketch's 0.8%
   /// error hides.
   double sample_distinct_linear = 0;
-  /// The host's count of the key sample's frequent keys in the second sketch's rows (nothing:
+  /// The host's count of the key sample's frequent keys in the first sketch's rows (nothing:
   /// not counted; the device's sketch does not). The extrapolation sets them aside by it rather
   /// than by the key sample's share: where few of the other rows repeat a key, the fit's G goes
-  /// as 1 / (repeated keys), and the share's sampling error (0.23% of the rows for a 90% hot key
-  /// in 16 Ki keys) can be as many rows as the repeated keys themselves; in the 2^18 rows of the
-  /// second sketch it is 0.06%.
+  /// as 1 / (repeated keys), and a share's sampling error can be as many rows as the repeated
+  /// keys themselves. For a 90% hot key it is 0.23% of the rows in the key sample's 16 Ki keys
+  /// and still 0.06% (600 rows) in a sub-sample of 2^18, against about 330 repeated keys of the
+  /// others at 2^24 groups of 2^27 rows; counted in the sketch's own rows it is none.
   std::optional<frequent_keys_count> frequent;
 };
 
@@ -405,14 +406,16 @@ inline std::uint64_t extrapolate_from_sketch(const sketch_evidence& e, const fre
     // keys than three of the count's errors, else the sample shows no repetition at all. The
     // frequent keys are set aside by their share of this sample where it was counted.
     const double rest_counted =
-        e.frequent && e.sub_rows > 0
-            ? double(e.sub_rows - std::min(e.frequent->rows, e.sub_rows)) / double(e.sub_rows)
+        e.frequent && e.sample_rows > 0
+            ? double(e.sample_rows - std::min(e.frequent->rows, e.sample_rows)) / double(e.sample_rows)
             : rest;
     const double n_linear = double(e.sample_rows) * rest_counted;
     const double d_linear =
         std::max(e.sample_distinct_linear - double(e.frequent ? e.frequent->present : frequent.keys), 0.0);
     const double repeated = n_linear - d_linear;
-    const auto fitted = repeated > 3.0 * linear_count_error(double(e.sample_rows)) + 10.0
+    // The linear count's error is that of the keys it counted: a hot key's rows set one bit.
+    const double counted_error = linear_count_error(e.sample_distinct_linear);
+    const auto fitted = repeated > 3.0 * counted_error + 10.0
                             ? fit_groups(d_linear, n_linear)
                             : std::nullopt;
     // No repetition seen: at most every row but the frequent keys' is a group of its own.
@@ -425,8 +428,7 @@ inline std::uint64_t extrapolate_from_sketch(const sketch_evidence& e, const fre
     const bool independent =
         e.neighbour_pairs == 0 || double(e.neighbour_equal) <= 0.01 * double(e.neighbour_pairs);
     if (fitted && independent && relative_error != nullptr) {
-      const double error = linear_count_error(double(e.sample_rows));
-      *relative_error = std::sqrt(repeated + error * error) / repeated;
+      *relative_error = std::sqrt(repeated + counted_error * counted_error) / repeated;
     }
   } else if (const auto g = d < fit_max_distinct_share * n ? fit_groups(d, n) : std::nullopt) {
     groups = double(frequent.keys) + expected_distinct(*g, double(e.rows) * rest);
@@ -444,6 +446,133 @@ inline std::uint64_t extrapolate_from_sketch(const sketch_evidence& e, const fre
   // A bound, not the fit, decided: the fit's error says nothing of it.
   if (groups != fitted_groups && relative_error != nullptr) *relative_error = 0;
   return static_cast<std::uint64_t>(std::llround(groups));
+}
+
+// ---- a power law's extrapolation (host input) -------------------------------------------------
+
+/// The keys of a power law, 1 .. `keys`, in the pieces its sums are taken over: each of the
+/// first zipf_exact_keys on its own, then runs of keys each zipf_run_ratio times as long as
+/// where it starts, each stood for by its geometric middle (k^-s is smooth over a run: a
+/// 2^28-key law's sums take about 130 terms).
+inline constexpr double zipf_exact_keys = 32;
+inline constexpr double zipf_run_ratio = 1.2;
+/// Beyond 2^50 keys a double no longer counts them one by one; no input has that many rows.
+inline constexpr double zipf_max_keys = 0x1p50;
+struct zipf_run {
+  double first = 0;  ///< its first key
+  double last = 0;   ///< its last key
+  double log_middle = 0;
+};
+/// The runs of a law of zipf_max_keys keys (a law of fewer keys takes those runs that end
+/// within it and a part of the next), made once: the logarithms are most of a sum's cost.
+inline const std::vector<zipf_run>& zipf_runs() {
+  static const std::vector<zipf_run> runs = [] {
+    std::vector<zipf_run> made;
+    for (double k = 1; k <= zipf_exact_keys; ++k) made.push_back({k, k, std::log(k)});
+    for (double a = zipf_exact_keys + 1; a <= zipf_max_keys;) {
+      const double b = std::min(std::floor(a * zipf_run_ratio) + 1, zipf_max_keys + 1);
+      made.push_back({a, b - 1, 0.5 * (std::log(a) + std::log(b - 1))});
+      a = b;
+    }
+    return made;
+  }();
+  return runs;
+}
+
+/// The distinct keys `n` rows are expected to draw from a Zipf law of exponent `s` over `keys`
+/// keys (key k drawn with probability k^-s / sum_j j^-s).
+inline double zipf_distinct(double s, double keys, double n) {
+  keys = std::floor(std::clamp(keys, 1.0, zipf_max_keys));
+  // Each run's count of keys and the weight k^-s of its middle; the sums then take one
+  // exponential a run.
+  std::array<std::pair<double, double>, 256> terms{};
+  std::size_t used = 0;
+  double norm = 0;
+  for (const auto& run : zipf_runs()) {
+    if (run.first > keys || used == terms.size()) break;
+    const double last = std::min(run.last, keys);
+    const double log_middle = last == run.last ? run.log_middle : 0.5 * (std::log(run.first) + std::log(last));
+    const double count = last - run.first + 1;
+    const double weight = std::exp(-s * log_middle);
+    terms[used++] = {count, weight};
+    norm += count * weight;
+  }
+  const double rate = n / norm;
+  double distinct = 0;
+  for (std::size_t t = 0; t < used; ++t) distinct += terms[t].first * -std::expm1(-rate * terms[t].second);
+  return distinct;
+}
+
+/// The root of `f`, increasing over [lo, hi] with f(lo) <= 0 <= f(hi): regula falsi with the
+/// Illinois rule (the end that stays twice in a row has its value halved), to `tolerance`.
+template <class F>
+double increasing_root(const F& f, double lo, double hi, double f_lo, double f_hi, double tolerance) {
+  int side = 0;
+  for (int i = 0; i < 60 && hi - lo > tolerance; ++i) {
+    const double x = f_hi == f_lo ? 0.5 * (lo + hi) : std::clamp(lo - f_lo * (hi - lo) / (f_hi - f_lo), lo, hi);
+    const double fx = f(x);
+    if (fx == 0) return x;
+    if (fx < 0) {
+      lo = x;
+      f_lo = fx;
+      if (side == -1) f_hi /= 2;
+      side = -1;
+    } else {
+      hi = x;
+      f_hi = fx;
+      if (side == 1) f_lo /= 2;
+      side = 1;
+    }
+  }
+  return f_hi - f_lo == 0 ? 0.5 * (lo + hi) : std::clamp(lo - f_lo * (hi - lo) / (f_hi - f_lo), lo, hi);
+}
+
+/// The Zipf law (exponent s, keys) whose draws give `d_small` distinct keys of `n_small` rows and
+/// `d_large` of `n_large` (n_small < n_large): for each s, the keys that give d_large (on log
+/// keys); then s by bisection on the smaller sample's count, which falls as s rises where the
+/// larger sample's is held (a steeper law holding as many keys in the larger sample reaches
+/// further into its tail, and the smaller sample sees less of it). Nothing where no law in the
+/// range fits: no repetition in the larger sample, or a growth no exponent gives.
+struct zipf_law {
+  double exponent = 0;
+  double keys = 0;
+};
+inline constexpr double zipf_min_exponent = 0.3;
+inline constexpr double zipf_max_exponent = 3.0;
+inline std::optional<zipf_law> fit_zipf(double d_small, double n_small, double d_large, double n_large) {
+  if (!(d_small > 0 && d_large > d_small && n_large > n_small && d_large < fit_max_distinct_share * n_large)) {
+    return std::nullopt;
+  }
+  // The keys, for exponent s, that n_large rows draw d_large of (nothing where even
+  // zipf_max_keys draw fewer: s too steep). d_large keys draw fewer than d_large.
+  const auto keys_for = [&](double s) -> std::optional<double> {
+    const auto f = [&](double log_keys) { return zipf_distinct(s, std::exp(log_keys), n_large) - d_large; };
+    const double lo = std::log(d_large);
+    const double hi = std::log(zipf_max_keys);
+    const double f_hi = f(hi);
+    if (f_hi < 0) return std::nullopt;
+    return std::exp(increasing_root(f, lo, hi, f(lo), f_hi, 1e-3));
+  };
+  const auto small_at = [&](double s) -> std::optional<double> {
+    const auto keys = keys_for(s);
+    if (!keys) return std::nullopt;
+    return zipf_distinct(s, *keys, n_small);
+  };
+  // The bracket must hold the smaller sample's count: above it at the flattest law, below it
+  // at the steepest one that still fits (a law too steep to draw d_large counts as below).
+  double lo = zipf_min_exponent;
+  double hi = zipf_max_exponent;
+  const auto flattest = small_at(lo);
+  if (!flattest || *flattest < d_small) return std::nullopt;
+  for (int i = 0; i < 12; ++i) {  // to 0.0007 in s
+    const double mid = 0.5 * (lo + hi);
+    const auto small = small_at(mid);
+    (!small || *small < d_small ? hi : lo) = mid;
+  }
+  const double s = 0.5 * (lo + hi);
+  const auto keys = keys_for(s);
+  if (!keys || s >= zipf_max_exponent - 0.01) return std::nullopt;
+  return zipf_law{s, *keys};
 }
 
 // ---- the stages in order ----------------------------------------------------------------------
@@ -514,13 +643,15 @@ std::optional<staged_estimate> sorted_input_groups(const Profile& profile, std::
 }
 
 /// The group estimate of `rows` rows, stage by stage: the key sample's frequencies (`profile`: a
-/// sample_profile); else stage 2 on sketches of strided samples, `sketch(stride, n, last)` giving
-/// the sketch of n rows `stride` apart (on the host: host_first_sketch_rows where the key sample
+/// sample_profile); else stage 2 on sketches of strided samples, `sketch(stride, n, last,
+/// frequent)` giving the sketch of n rows `stride` apart (on the host: host_first_sketch_rows where the key sample
 /// repeats keys, then host_sketch_rows where that does not decide; on the device:
 /// device_sketch_rows); else for host input the extrapolation of the last sample, for device
 /// input `sketch_every()`, a sketch of every row. `last` marks the last strided sample: the
-/// host's extrapolation reads its linear count and its count of the profile's frequent keys
-/// (sketch_host_rows), which the others need not take.
+/// host's extrapolation reads its linear count (sketch_host_rows), which the others need not
+/// take; `frequent`, that it reads its count of the profile's frequent keys too: not for a
+/// power law, whose fit reads none, and whose hundred frequent keys made a 2^20-row sketch
+/// half as long again when every row was looked up among them.
 /// Device input whose key sample shows a power law (power_law_sample) skips stage 2: its fit
 /// would be rejected, and its strided sketch costs about a third of the sketch of every row
 /// that follows.
@@ -540,12 +671,16 @@ staged_estimate estimate_in_stages(const Profile& profile, std::uint64_t rows, b
   if (const auto sorted = sorted_input_groups(profile, rows)) return *sorted;
   if (rows == 0) return {1, estimate_source::sample};
   const auto frequent = profile.frequent_summary();
-  const bool first_may_decide = profile.sample_size - profile.distinct >= host_first_sketch_min_repeats;
+  // A power law's first sketch never decides (stage 2's equally-likely fit rejects it): the
+  // host takes the last one alone.
+  const bool power_law = power_law_sample(profile.frequent);
+  const bool first_may_decide =
+      !power_law && profile.sample_size - profile.distinct >= host_first_sketch_min_repeats;
   const std::vector<std::uint64_t> sizes = !host_input        ? std::vector{device_sketch_rows}
                                            : first_may_decide ? std::vector{host_first_sketch_rows, host_sketch_rows}
                                                               : std::vector{host_sketch_rows};
   sketch_evidence evidence;
-  const bool skip_stage_2 = !host_input && power_law_sample(profile.frequent);
+  const bool skip_stage_2 = !host_input && power_law;
   for (std::size_t s = 0; s < sizes.size() && !skip_stage_2; ++s) {
     const std::uint64_t sampled = std::min(rows, sizes[s]);
     if (sampled == evidence.sample_rows) break;  // the same sample again: fewer rows than the first size
@@ -555,7 +690,7 @@ staged_estimate estimate_in_stages(const Profile& profile, std::uint64_t rows, b
     evidence.rows = rows;
     evidence.sample_rows = sampled;
     evidence.sub_rows = (sampled + 3) / 4;
-    const auto taken = sketch(rows / sampled, sampled, last);
+    const auto taken = sketch(rows / sampled, sampled, last, last && !power_law);
     evidence.sample_distinct = sketch_estimate(taken.registers);
     evidence.sub_distinct = sketch_estimate(taken.sub_registers);
     evidence.neighbour_pairs = taken.neighbour_pairs;
@@ -569,6 +704,21 @@ staged_estimate estimate_in_stages(const Profile& profile, std::uint64_t rows, b
     }
   }
   if (host_input) {
+    // A power law's tail lies beyond the repetition the equally-likely fit reads (its sample of
+    // 1/128 of the rows sees a thirtieth of zipf's keys at 2^24 groups): the law that draws the
+    // two sketches' distinct counts gives the rows'. Sorted keys were counted by their runs.
+    // The larger sample's count is its linear count where taken (0.2% off at 2^20 keys, against
+    // the sketch's 0.8%: the exponent rests on the two counts' ratio).
+    if (power_law && evidence.sample_rows < rows) {
+      const double d_large =
+          evidence.sample_distinct_linear > 0 ? evidence.sample_distinct_linear : evidence.sample_distinct;
+      if (const auto law = fit_zipf(evidence.sub_distinct, double(evidence.sub_rows), d_large,
+                                    double(evidence.sample_rows))) {
+        const double groups = std::clamp(zipf_distinct(law->exponent, law->keys, double(rows)),
+                                         std::max(d_large, 1.0), double(rows));
+        return {static_cast<std::uint64_t>(std::llround(groups)), estimate_source::extrapolated};
+      }
+    }
     double error = 0;
     const std::uint64_t groups = extrapolate_from_sketch(evidence, frequent, &error);
     return {std::max<std::uint64_t>(groups, 1), estimate_source::extrapolated, error};
@@ -653,9 +803,8 @@ inline constexpr std::uint64_t sketch_prefetch_rows = 32;
 /// The sketches of rows 0, stride, ... (n of them) of `rows`, each row's key word given by
 /// `load(row)` (a 64-bit value: the table word of a key); in every compare_every(n)-th stride
 /// the row that sample_offset places is compared with its right neighbour; with
-/// `linear_count`, also the linear count of the keys (host_sketch::linear_distinct) and, in the
-/// sub-sample (every fourth), the rows of the `frequent` key words (host_sketch::frequent):
-/// in every row, the probe would add about a third to the sketch's time on the host. `prefetch(row)`
+/// `linear_count`, also the linear count of the keys (host_sketch::linear_distinct) and the rows
+/// of the `frequent` key words (host_sketch::frequent). `prefetch(row)`
 /// asks for a row's key sketch_prefetch_rows strides ahead: the strided rows lie on distinct
 /// cache lines and, a few strides on, distinct pages, whose misses the core overlaps only as
 /// far as its reorder window reaches.
@@ -727,24 +876,22 @@ host_sketch sketch_host_rows(const Load& load, std::uint64_t rows, std::uint64_t
         const std::uint64_t bit = hash & (sketch_scratch::bitmap_words * 64 - 1);
         bitmap[bit / 64] |= std::uint64_t{1} << (bit % 64);
       }
-      if (i % 4 == 0) {  // the sub-sample
-        sub_registers[slot.index] = std::max(sub_registers[slot.index], slot.rank);
-        if (count_frequent) {
-          // Most rows end at their home slot, without a branch: a hit, or an empty slot (the
-          // set is at most a quarter full); others probe on.
-          std::uint64_t s = hash & frequent_mask;
-          std::uint32_t index = set[s].first == bits ? set[s].second : 0;
-          if (index == 0 && set[s].second != 0) {
-            for (s = (s + 1) & frequent_mask; set[s].second != 0; s = (s + 1) & frequent_mask) {
-              if (set[s].first == bits) {
-                index = set[s].second;
-                break;
-              }
+      if (i % 4 == 0) sub_registers[slot.index] = std::max(sub_registers[slot.index], slot.rank);  // the sub-sample
+      if (count_frequent) {
+        // Most rows end at their home slot, without a branch: a hit, or an empty slot (the set
+        // is at most a quarter full); others probe on.
+        std::uint64_t s = hash & frequent_mask;
+        std::uint32_t index = set[s].first == bits ? set[s].second : 0;
+        if (index == 0 && set[s].second != 0) {
+          for (s = (s + 1) & frequent_mask; set[s].second != 0; s = (s + 1) & frequent_mask) {
+            if (set[s].first == bits) {
+              index = set[s].second;
+              break;
             }
           }
-          frequent_here += index != 0 ? 1 : 0;
-          seen[index] = 1;
         }
+        frequent_here += index != 0 ? 1 : 0;
+        seen[index] = 1;
       }
       if (i == next_compare) {
         next_compare += every;

@@ -98,7 +98,7 @@ auto aggregation_driver<Bound>::sample_keys() -> std::vector<bits_type> {
 template <class Bound>
 auto aggregation_driver<Bound>::estimate_groups(const detail::sample_profile& profile) -> group_estimate {
   const auto& key = columns_.front();
-  const auto sketch = [&](std::uint64_t stride, std::uint64_t n, bool last) {
+  const auto sketch = [&](std::uint64_t stride, std::uint64_t n, bool last, bool count_frequent) {
     if (on_device_) {
       return sketch_on_device(device_key_columns(), false, key.offset, stride, n, key.offset + rows_, true,
                               detail::byte_sketch_registers(profile.distinct, profile.once, profile.twice));
@@ -106,7 +106,7 @@ auto aggregation_driver<Bound>::estimate_groups(const detail::sample_profile& pr
     const unsigned threads = opts_.copy_threads ? opts_.copy_threads
                                                 : std::clamp(std::thread::hardware_concurrency(), 1u, 16u);
     const auto hosts = host_key_columns();
-    const auto frequent = last ? profile.frequent_words() : std::vector<std::uint64_t>{};
+    const auto frequent = count_frequent ? profile.frequent_words() : std::vector<std::uint64_t>{};
     return detail::sketch_host_rows(
         [&](std::uint64_t row) { return std::uint64_t(key_policy::load_bits(hosts.data(), row)); }, rows_, stride, n,
         threads, [&](std::uint64_t row) { prefetch_host_keys(hosts, row); }, last, frequent);
