@@ -1346,7 +1346,7 @@ TEST_CASE("copies between a GPU and pageable memory are staged from 128 KiB or f
   }
 }
 
-TEST_CASE("a large host result's columns are sized while the device aggregates; only at most twice its rows") {
+TEST_CASE("a large host result's columns are sized while the device aggregates; only at most twice its rows, and an estimate a third low still fits") {
   // The rule: from 8 MiB of result on, on GPUs; GPUAGG_HOST_STAGING=always or never sets it too.
   const char* forced = std::getenv("GPUAGG_HOST_STAGING");
   const std::string mode = forced ? forced : "";
@@ -1359,18 +1359,32 @@ TEST_CASE("a large host result's columns are sized while the device aggregates; 
     CHECK(detail::presized_result_rows("cpu", 1 << 10, 12) == (1 << 10) + (1 << 7) + 1);
   }
 
-  // The sized result: cut to n rows when it was sized for n to 2n rows, else none.
+  // The sized result: sized to n rows when it was sized for at most 2n rows and reserved for n
+  // (half as many rows again as it was sized for), else none.
   using host = result<std::uint32_t, std::uint64_t, double>;
-  {
+  for (const std::size_t n : {700, 1000, 1400}) {
+    CAPTURE(n);
     detail::presized_result<host> early(1000);
-    const auto r = early.take(700);
+    const auto r = early.take(n);
     REQUIRE(r.has_value());
-    CHECK(r->keys.size() == 700);
-    CHECK(std::get<0>(r->columns).size() == 700);
-    CHECK(std::get<1>(r->columns).size() == 700);
+    CHECK(r->keys.size() == n);
+    CHECK(std::get<0>(r->columns).size() == n);
+    CHECK(std::get<1>(r->columns).size() == n);
   }
-  CHECK_FALSE(detail::presized_result<host>(1000).take(1001).has_value());  // too small
+  CHECK_FALSE(detail::presized_result<host>(1000).take(1501).has_value());  // beyond what was reserved
   CHECK_FALSE(detail::presized_result<host>(1000).take(499).has_value());   // more than twice the rows
+  {
+    // A large column sized for 3 M rows and reserved for 4.5 M takes 4 M in its own storage: the
+    // rows past the sized ones are value-initialized like the others.
+    detail::presized_result<host> early(3'000'000);
+    const auto r = early.take(4'000'000);
+    REQUIRE(r.has_value());
+    const auto& column = std::get<0>(r->columns);
+    REQUIRE(column.size() == 4'000'000);
+    CHECK(column.capacity() >= 4'500'000);
+    CHECK(std::all_of(column.begin(), column.end(), [](std::uint64_t x) { return x == 0; }));
+    CHECK(r->keys.size() == 4'000'000);
+  }
   CHECK_FALSE(detail::presized_result<host>(0).take(0).has_value());        // none started
   {
     // Past 16 MiB a column's pages are faulted in by several threads before it is sized: the

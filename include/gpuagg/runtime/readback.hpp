@@ -88,14 +88,17 @@ void resize_for_copy(std::vector<T>& v, std::size_t n) {
 /// zeros resize writes after them) run at a few GB/s.
 inline constexpr std::size_t min_prefaulted_bytes = std::size_t{16} << 20;
 
-/// reserve(n) for a vector of at least min_prefaulted_bytes (huge pages asked for), returning
-/// its new storage for touch_pages(); nothing where it is smaller or already holds n.
+/// reserve(max(n, capacity)) for a vector of at least min_prefaulted_bytes (huge pages asked
+/// for), returning its first n elements' storage for touch_pages(); nothing where it is smaller
+/// or already holds n.
 template <class T>
-std::optional<std::pair<unsigned char*, std::size_t>> reserve_for_touch(std::vector<T>& v, std::size_t n) {
+std::optional<std::pair<unsigned char*, std::size_t>> reserve_for_touch(std::vector<T>& v, std::size_t n,
+                                                                        std::size_t capacity = 0) {
   const std::size_t bytes = n * sizeof(T);
   if (bytes < min_prefaulted_bytes || v.capacity() >= n) return std::nullopt;
-  v.reserve(n);
-  advise_huge_pages(v.data(), bytes);
+  capacity = std::max(capacity, n);
+  v.reserve(capacity);
+  advise_huge_pages(v.data(), capacity * sizeof(T));
   // Storage of a trivially copyable type beyond size(): the writes touch_pages() makes create no
   // object anything reads; resize() value-initializes every element after them.
   static_assert(std::is_trivially_copyable_v<T>);
@@ -175,13 +178,14 @@ std::vector<void*> result_column_data(Result& r) {
 /// Every column of `r` sized to `n` rows, about to be overwritten: the large columns' pages
 /// faulted in by several threads, all columns at once, then each column sized (its zeros written)
 /// on a thread of its own. The largest column's zeros, one thread's memset that `resize` cannot
-/// share, bound the time.
+/// share, bound the time. The large columns reserve `capacity` rows where that is more than n
+/// (address space: the pages beyond n are not touched).
 template <class Result>
-void size_result_for_copy(Result& r, std::size_t n) {
+void size_result_for_copy(Result& r, std::size_t n, std::size_t capacity = 0) {
   const unsigned threads = std::clamp(std::thread::hardware_concurrency(), 1u, 16u);
   std::vector<std::pair<unsigned char*, std::size_t>> regions;
   for_each_result_vector(r, [&](auto& v) {
-    if (auto region = reserve_for_touch(v, n)) regions.push_back(*region);
+    if (auto region = reserve_for_touch(v, n, capacity)) regions.push_back(*region);
   });
   touch_pages(regions, threads);
   std::vector<std::jthread> sizing;
@@ -195,9 +199,13 @@ void size_result_for_copy(Result& r, std::size_t n) {
 }
 
 /// A host result whose columns a thread of their own sizes while the device aggregates
-/// (presized_result_rows). take(n) waits for that thread and hands them over cut to n rows, when
-/// they were sized for n rows or more, yet at most for twice n (no result holds more than
-/// twice the memory it needs); otherwise FINALIZE sizes the result itself, as without this.
+/// (presized_result_rows), their large columns reserving half as many rows again without
+/// touching them. take(n) waits for that thread and hands them over sized to n rows, when they
+/// were sized for no more than twice n (no result touches more than twice the memory it
+/// needs) and reserved for n or more: an estimate up to a third low still fits, its missing rows
+/// (a few percent of the result's pages, where the estimate was close) faulted in by the caller.
+/// Otherwise FINALIZE sizes the result itself, as without this.
+inline constexpr double presized_reserve_factor = 1.5;
 template <class Result>
 class presized_result {
  public:
@@ -205,9 +213,10 @@ class presized_result {
   explicit presized_result(std::uint64_t rows) {
     if (rows == 0) return;
     rows_ = static_cast<std::size_t>(rows);
-    sizing_ = std::async(std::launch::async, [n = rows_] {
+    reserved_ = static_cast<std::size_t>(double(rows_) * presized_reserve_factor);
+    sizing_ = std::async(std::launch::async, [n = rows_, reserved = reserved_] {
       Result r;
-      size_result_for_copy(r, n);
+      size_result_for_copy(r, n, reserved);
       return r;
     });
   }
@@ -222,13 +231,14 @@ class presized_result {
     } catch (const std::exception&) {  // bad_alloc: FINALIZE's own sizing says so where it is
       return std::nullopt;
     }
-    if (rows_ < n || rows_ / 2 > n) return std::nullopt;
+    if (reserved_ < n || rows_ / 2 > n) return std::nullopt;
     for_each_result_vector(*r, [n](auto& v) { v.resize(n); });
     return r;
   }
 
  private:
   std::size_t rows_ = 0;
+  std::size_t reserved_ = 0;
   std::future<Result> sizing_;
 };
 
