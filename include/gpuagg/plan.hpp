@@ -225,17 +225,13 @@ class query_planner {
   static std::size_t host_block_rows(const query_shape& shape, const options& opts);
   static std::size_t window(const options& opts) noexcept { return std::max<std::size_t>(opts.blocks_in_flight, 1); }
 
-  /// Blocks of host input whose copies start before the set-up samples and estimates:
+  /// Blocks of pinned host input whose copies start before the set-up samples and estimates:
   /// as many as early_copy_bytes hold (the copy engine's work while the host sketches 2^20
   /// strided rows, about 4 ms, is about 200 MiB at 50 GB/s), within 1/16 of the device's memory,
   /// at least one. They hold their own buffers until they run: a short estimate loses nothing,
   /// the copies continue behind the first blocks' kernels.
   static std::size_t early_blocks(const device_info& device, const query_shape& shape, const options& opts);
   static constexpr std::uint64_t early_copy_bytes = std::uint64_t{256} << 20;
-  /// Threads that copy pageable early blocks into pinned staging beside the estimate's 16
-  /// sketching threads. On a 16-core host, 8 copied at about 25 GB/s beside the sketch (32 alone)
-  /// and made a 2^20-row sketch 1.5 ms longer; 4 copied at 16 GB/s for the same cost.
-  static constexpr unsigned early_copy_threads = 8;
 
   /// Whether the spill area is sized for the table instead of for every row in flight: for a
   /// restartable query (input_profile::restartable) on device input. A row the table cannot

@@ -24,12 +24,10 @@
 // Every kernel receives one argument struct (kernels/*.hpp), set by driver/kernel_binder.hpp.
 
 #include <array>
-#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <deque>
 #include <functional>
-#include <future>
 #include <map>
 #include <memory>
 #include <optional>
@@ -321,13 +319,11 @@ class aggregation_driver {
     std::vector<cl::Buffer> device;
   };
   /// A block whose copy started before the plan (start_first_copies): its rows, its columns'
-  /// device buffers and their copies' events, until the block of those rows takes them; for a
-  /// pageable column, the pinned staging its host copy lands in (null for a pinned column).
+  /// device buffers and their copies' events, until the block of those rows takes them.
   struct early_block {
     std::uint64_t first = 0;
     std::uint64_t rows = 0;
     std::vector<cl::Buffer> device;
-    std::vector<void*> staged;
     std::vector<cl::Event> copied;
   };
   struct pending_block {
@@ -446,11 +442,7 @@ class aggregation_driver {
   void make_staging();
   cl::Event write_block(const cl::Buffer& to, const void* from, std::uint64_t bytes);
   void start_first_copies();
-  void copy_early_blocks();
-  void stop_early_copies() noexcept;
-  void finish_early_copies();
   void discard_early_copies();
-  void release_early_staging();
   cl::Buffer hot_keys_on_device();
   cl::Buffer perfect_local_on_device();
   detail::kernels::table_arg<cl::Buffer> private_tables(std::uint64_t buckets);
@@ -622,12 +614,6 @@ class aggregation_driver {
   };
   std::map<cl_mem, held_buffer> held_;  // pooled buffers, by handle
   query_stats stats_;
-  // Pageable early blocks (start_first_copies): their pinned staging, given back when the query's
-  // blocks are done, and the host copies into it, on threads of their own during the set-up.
-  // Declared last: destroyed first, the copies end before anything they use goes.
-  std::vector<std::pair<detail::buffer_pool::pinned_buffer, std::uint64_t>> early_staging_;
-  std::atomic<bool> early_stop_{false};
-  std::future<void> early_copying_;
 };
 
 }  // namespace gpuagg

@@ -7,7 +7,6 @@
 #error "include <gpuagg/driver.hpp>: driver/*.hpp implement its members"
 #endif
 
-#include <algorithm>
 #include <cstring>
 #include <string>
 #include <tuple>
@@ -17,7 +16,6 @@ namespace gpuagg {
 template <class Bound>
 aggregation_driver<Bound>::~aggregation_driver() {
   // Never hand buffers back while commands may still use them.
-  stop_early_copies();
   if (table_ready_ || copies_started_) {
     ctx_.compute_queue().finish();
     ctx_.transfer_queue().finish();
@@ -29,7 +27,6 @@ aggregation_driver<Bound>::~aggregation_driver() {
       if (slot.pinned[c].buffer()) ctx_.recycle_pinned(slot.pinned_class[c], slot.pinned[c]);
     }
   }
-  for (auto& [pinned, size_class] : early_staging_) ctx_.recycle_pinned(size_class, pinned);
 }
 
 /// A working buffer from the context's pool; it goes back there when the query ends (or, for a
@@ -125,19 +122,17 @@ void aggregation_driver<Bound>::make_staging() {
   }
 }
 
-/// Host input: the first blocks start their copies to the device before the set-up samples the
-/// keys and estimates the groups, each into buffers of its own (query_planner::early_blocks of
-/// them), so that the copy engine works while the host sketches (up to 2^20 strided rows,
-/// several milliseconds at high cardinality). Host input's blocks do not depend on the plan
-/// (query_planner::host_block_rows). Pinned columns are copied from where they lie; pageable ones
-/// first into pinned staging of the block's own, by query_planner::early_copy_threads threads
-/// beside the sketching ones (copy_early_blocks), which stop at the estimate's end
-/// (finish_early_copies): the blocks they did not reach copy as planned.
+/// Host input whose every column is pinned: the first blocks start their copies to the device
+/// before the set-up samples the keys and estimates the groups, each into buffers of its own
+/// (query_planner::early_blocks of them), so that the copy engine works while the host sketches
+/// (up to 2^20 strided rows, several milliseconds at high cardinality). Host input's blocks do
+/// not depend on the plan (query_planner::host_block_rows). A pageable column's copy is host
+/// work, which would compete with the estimate's threads, so it waits for the plan as before.
 template <class Bound>
 void aggregation_driver<Bound>::start_first_copies() {
-  std::vector<bool> pinned;
-  for (const auto& column : columns_) pinned.push_back(ctx_.is_pinned(column.host, std::uint64_t(rows_) * column.element_size));
-  const bool staged = std::find(pinned.begin(), pinned.end(), false) != pinned.end();
+  for (const auto& column : columns_) {
+    if (!ctx_.is_pinned(column.host, std::uint64_t(rows_) * column.element_size)) return;
+  }
   const std::uint64_t block = query_planner::host_block_rows(shape_, opts_);
   const std::size_t blocks = query_planner::early_blocks(ctx_.info(), shape_, opts_);
   copies_started_ = true;
@@ -145,79 +140,23 @@ void aggregation_driver<Bound>::start_first_copies() {
     early_block e;
     e.first = first;
     e.rows = std::min<std::uint64_t>(block, rows_ - first);
-    // Early copies are a head start, not a need: where the device's memory (or the host's
-    // pinned memory) refuses another block's buffers, the blocks copied so far start early and
-    // the rest copy as planned.
+    // Early copies are a head start, not a need: where the device's memory refuses another
+    // block's buffers, the blocks copied so far start early and the rest copy as planned.
     try {
-      for (std::size_t c = 0; c < columns_.size(); ++c) {
-        const std::uint64_t bytes = e.rows * columns_[c].element_size;
-        e.device.push_back(allocate(bytes, "an input block buffer"));
-        e.staged.push_back(nullptr);
-        if (!pinned[c]) {
-          early_staging_.push_back(ctx_.pooled_pinned(bytes, "an early block's pinned staging"));
-          e.staged.back() = early_staging_.back().first.mapped;
-        }
+      for (const auto& column : columns_) {
+        e.device.push_back(allocate(e.rows * column.element_size, "an input block buffer"));
       }
     } catch (const out_of_memory_error&) {
       for (const auto& buffer : e.device) recycle(buffer);
       break;
     }
-    if (!staged) {
-      for (std::size_t c = 0; c < columns_.size(); ++c) {
-        const auto& column = columns_[c];
-        e.copied.push_back(write_block(e.device[c], static_cast<const char*>(column.host) + first * column.element_size,
-                                       e.rows * column.element_size));
-      }
-      detail::check(ctx_.transfer_queue().flush(), "starting the input copy");
+    for (std::size_t c = 0; c < columns_.size(); ++c) {
+      const auto& column = columns_[c];
+      e.copied.push_back(write_block(e.device[c], static_cast<const char*>(column.host) + first * column.element_size,
+                                     e.rows * column.element_size));
     }
     early_.push_back(std::move(e));
-  }
-  if (staged && !early_.empty()) early_copying_ = std::async(std::launch::async, [this] { copy_early_blocks(); });
-}
-
-/// On a thread of its own: each early block's pageable columns copied into its staging (on
-/// copy_pool::beside()), then every column's copy to the device enqueued, block after block until
-/// finish_early_copies() asks it to stop. Nothing else touches early_ meanwhile.
-template <class Bound>
-void aggregation_driver<Bound>::copy_early_blocks() {
-  for (auto& e : early_) {
-    if (early_stop_.load(std::memory_order_acquire)) return;
-    for (std::size_t c = 0; c < columns_.size(); ++c) {
-      if (e.staged[c] == nullptr) continue;
-      const auto& column = columns_[c];
-      detail::parallel_copy(e.staged[c], static_cast<const char*>(column.host) + e.first * column.element_size,
-                            e.rows * column.element_size, query_planner::early_copy_threads, std::size_t{1} << 20,
-                            detail::copy_pool::beside());
-    }
-    for (std::size_t c = 0; c < columns_.size(); ++c) {
-      const auto& column = columns_[c];
-      const void* from =
-          e.staged[c] != nullptr ? e.staged[c] : static_cast<const char*>(column.host) + e.first * column.element_size;
-      e.copied.push_back(write_block(e.device[c], from, e.rows * column.element_size));
-    }
     detail::check(ctx_.transfer_queue().flush(), "starting the input copy");
-  }
-}
-
-/// The early host copies asked to stop after their block, and waited for; no exception. Where
-/// the set-up fails, the copies to the device already enqueued end before the staging goes.
-template <class Bound>
-void aggregation_driver<Bound>::stop_early_copies() noexcept {
-  if (!early_copying_.valid()) return;
-  early_stop_.store(true, std::memory_order_release);
-  early_copying_.wait();
-}
-
-/// The early host copies ended (stop_early_copies) and their failure, if any, thrown; the
-/// blocks they did not reach give their buffers back and copy as planned.
-template <class Bound>
-void aggregation_driver<Bound>::finish_early_copies() {
-  if (!early_copying_.valid()) return;
-  stop_early_copies();
-  early_copying_.get();
-  while (!early_.empty() && early_.back().copied.size() < columns_.size()) {
-    for (const auto& buffer : early_.back().device) recycle(buffer);
-    early_.pop_back();
   }
 }
 
@@ -243,22 +182,12 @@ void aggregation_driver<Bound>::discard_early_copies() {
   early_.clear();
 }
 
-/// The pageable early blocks' pinned staging back to the pool, once no copy reads it.
-template <class Bound>
-void aggregation_driver<Bound>::release_early_staging() {
-  if (early_staging_.empty()) return;
-  (void)ctx_.transfer_queue().finish();
-  for (auto& [pinned, size_class] : early_staging_) ctx_.recycle_pinned(size_class, pinned);
-  early_staging_.clear();
-}
-
 /// FINALIZE's result buffers come from the same pool: given back first, the block buffers make
 /// the query's peak the larger of its blocks' working set and its table with the result, not
 /// their sum.
 template <class Bound>
 void aggregation_driver<Bound>::release_block_buffers() {
   discard_early_copies();
-  release_early_staging();
   for (table_buffers* t : {&spill_, &private_}) {
     if (!t->keys()) continue;
     recycle(*t);

@@ -8,7 +8,6 @@
 #endif
 
 #include <algorithm>
-#include <exception>
 #include <span>
 #include <string>
 #include <tuple>
@@ -115,20 +114,6 @@ void aggregation_driver<Bound>::setup() {
   // Several drivers that share host input take its blocks from one queue (run_blocks): which
   // rows a driver runs first is not known here.
   if (!on_device_ && shared_ == nullptr) start_first_copies();
-  // However the set-up ends, the early host copies stop; where it fails, the copies to the
-  // device they enqueued end before their staging goes with the driver.
-  struct early_copies_guard {
-    aggregation_driver& driver;
-    explicit early_copies_guard(aggregation_driver& d) : driver(d) {}
-    early_copies_guard(const early_copies_guard&) = delete;
-    early_copies_guard& operator=(const early_copies_guard&) = delete;
-    ~early_copies_guard() {
-      driver.stop_early_copies();
-      if (std::uncaught_exceptions() > 0 && !driver.early_staging_.empty()) {
-        (void)driver.ctx_.transfer_queue().finish();
-      }
-    }
-  } early_copies{*this};
   detail::input_estimate found;
   bool estimated = estimate;
   if (identity_scheme && handover_ != nullptr && handover_->range) {
@@ -155,7 +140,6 @@ void aggregation_driver<Bound>::setup() {
   } else {
     found = profile_and_estimate();
   }
-  finish_early_copies();
   const detail::sample_profile& profile = found.profile;
   hot_key_ = static_cast<bits_type>(profile.hottest_key);
   const group_estimate groups{found.estimate.groups, found.estimate.source, found.estimate.relative_error};

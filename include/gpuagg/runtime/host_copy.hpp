@@ -85,14 +85,6 @@ class copy_pool {
     return pool;
   }
 
-  /// A second pool, for copies that run while instance()'s threads work on something else (a
-  /// query's first blocks while its set-up sketches the keys): up to 7 helpers, started on
-  /// first use.
-  static copy_pool& beside() {
-    static copy_pool pool(std::min(7u, std::max(1u, std::thread::hardware_concurrency()) - 1));
-    return pool;
-  }
-
  private:
   void work(unsigned index) {
     std::uint64_t seen = 0;
@@ -129,16 +121,17 @@ class copy_pool {
   bool stop_ = false;
 };
 
-/// memcpy split across up to `max_threads` threads (the caller and `pool`'s helpers), each with
-/// at least `min_chunk` bytes.
+/// memcpy split across up to `max_threads` threads (the caller and the pool's helpers), each
+/// with at least `min_chunk` bytes.
 inline void parallel_copy(void* destination, const void* source, std::size_t bytes, unsigned max_threads = 8,
-                          std::size_t min_chunk = std::size_t{1} << 20, copy_pool& pool = copy_pool::instance()) {
+                          std::size_t min_chunk = std::size_t{1} << 20) {
   auto* to = static_cast<char*>(destination);
   const auto* from = static_cast<const char*>(source);
   if (max_threads <= 1 || bytes < 2 * min_chunk) {
     std::memcpy(to, from, bytes);
     return;
   }
+  auto& pool = copy_pool::instance();
   const auto parts = static_cast<unsigned>(
       std::min<std::size_t>({max_threads, pool.helpers() + 1, std::max<std::size_t>(bytes / min_chunk, 1)}));
   const std::size_t chunk = (bytes / parts + 63) / 64 * 64;
