@@ -97,7 +97,8 @@ inline constexpr std::uint64_t host_sketch_rows = std::uint64_t{1} << 20;
 /// otherwise the full host_sketch_rows sketch follows. The first is skipped where the key
 /// sample repeats fewer than host_first_sketch_min_repeats keys: 16 Ki keys from G equally
 /// likely groups repeat about 2^27 / G of them, over 100 where the first sketch can decide,
-/// about 8 at 2^24 groups, where it would only add its cost.
+/// about 8 at 2^24 groups, where it would only add its cost (the frequent keys' own repeats
+/// not counted: estimate_in_stages).
 inline constexpr std::uint64_t host_first_sketch_rows = host_sketch_rows / 4;
 inline constexpr std::uint64_t host_first_sketch_min_repeats = 32;
 /// The largest register value: the rank of a hash whose remaining 64 - p bits are all zero.
@@ -672,10 +673,14 @@ staged_estimate estimate_in_stages(const Profile& profile, std::uint64_t rows, b
   if (rows == 0) return {1, estimate_source::sample};
   const auto frequent = profile.frequent_summary();
   // A power law's first sketch never decides (stage 2's equally-likely fit rejects it): the
-  // host takes the last one alone.
+  // host takes the last one alone. Nor does one where only frequent keys repeat in the key
+  // sample (a hot key over many others): their repeats say nothing of the other rows'.
   const bool power_law = power_law_sample(profile.frequent);
+  std::uint64_t frequent_repeats = 0;
+  for (const auto& [key, count] : profile.frequent) frequent_repeats += count - 1;
+  const std::uint64_t repeats = profile.sample_size - profile.distinct;
   const bool first_may_decide =
-      !power_law && profile.sample_size - profile.distinct >= host_first_sketch_min_repeats;
+      !power_law && repeats - std::min(repeats, frequent_repeats) >= host_first_sketch_min_repeats;
   const std::vector<std::uint64_t> sizes = !host_input        ? std::vector{device_sketch_rows}
                                            : first_may_decide ? std::vector{host_first_sketch_rows, host_sketch_rows}
                                                               : std::vector{host_sketch_rows};
