@@ -86,12 +86,15 @@ inline constexpr unsigned sketch_precision = 14;
 inline constexpr std::size_t sketch_registers = std::size_t{1} << sketch_precision;
 
 /// Rows the group estimate's second stage sketches: on the device a strided 1/32 of 2^27 rows
-/// reads a quarter of the key column's sectors. On the host the strided reads are cache misses
-/// that must stay a small part of the transfer they precede, but the sample must still repeat
-/// keys at 2^24 groups of 2^27 rows (2^20 rows: 3% repeated, below fit_max_distinct_share), or
-/// the fit gives way to an extrapolation that can overshoot 8x.
+/// reads a quarter of the key column's sectors. On the host each strided row is a cache line
+/// read from memory the input's own copies (pageable staging, pinned DMA) need at the same
+/// time, so the sample is as small as the extrapolation allows: its linear count still sees
+/// the repeated keys of 2^19 rows at 2^24 groups of 2^27 rows (about 8,000, a fit 2.5% off),
+/// and 2^17 and 2^19 rows still fit a power law. Over 4 seeds of 2^27 rows at
+/// 2^14 to 2^26 groups: uniform 0.94-1.07x, zipf 0.79-1.18x, 90% heavy hitter 0.74-1.46x
+/// (2^20 rows: 0.91-1.04x, 0.71-1.01x, 0.86-1.11x, at about 1.5 ms more of the host's time).
 inline constexpr std::uint64_t device_sketch_rows = std::uint64_t{1} << 22;
-inline constexpr std::uint64_t host_sketch_rows = std::uint64_t{1} << 20;
+inline constexpr std::uint64_t host_sketch_rows = std::uint64_t{1} << 19;
 /// On the host a quarter of those rows first: where they repeat keys enough for stage 2 to
 /// accept its fit (up to about 2^20 groups), the estimate costs a quarter of the cache misses;
 /// otherwise the full host_sketch_rows sketch follows. The first is skipped where the key

@@ -226,8 +226,8 @@ class query_planner {
   static std::size_t window(const options& opts) noexcept { return std::max<std::size_t>(opts.blocks_in_flight, 1); }
 
   /// Blocks of pinned host input whose copies start before the set-up samples and estimates:
-  /// as many as early_copy_bytes hold (the copy engine's work while the host sketches 2^20
-  /// strided rows, about 4 ms, is about 200 MiB at 50 GB/s), within 1/16 of the device's memory,
+  /// as many as early_copy_bytes hold (the copy engine's work while the host sketches 2^19
+  /// strided rows, 3 to 7 ms beside these copies, is 150 to 350 MiB at 50 GB/s), within 1/16 of the device's memory,
   /// at least one. They hold their own buffers until they run: a short estimate loses nothing,
   /// the copies continue behind the first blocks' kernels.
   static std::size_t early_blocks(const device_info& device, const query_shape& shape, const options& opts);

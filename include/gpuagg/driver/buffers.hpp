@@ -125,7 +125,7 @@ void aggregation_driver<Bound>::make_staging() {
 /// Host input whose every column is pinned: the first blocks start their copies to the device
 /// before the set-up samples the keys and estimates the groups, each into buffers of its own
 /// (query_planner::early_blocks of them), so that the copy engine works while the host sketches
-/// (up to 2^20 strided rows, several milliseconds at high cardinality). Host input's blocks do
+/// (up to 2^19 strided rows, several milliseconds at high cardinality). Host input's blocks do
 /// not depend on the plan (query_planner::host_block_rows). A pageable column's copy is host
 /// work, which would compete with the estimate's threads, so it waits for the plan as before.
 template <class Bound>
