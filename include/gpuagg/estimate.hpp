@@ -95,14 +95,15 @@ inline constexpr std::size_t sketch_registers = std::size_t{1} << sketch_precisi
 /// (2^20 rows: 0.91-1.04x, 0.71-1.01x, 0.86-1.11x, at about 1.5 ms more of the host's time).
 inline constexpr std::uint64_t device_sketch_rows = std::uint64_t{1} << 22;
 inline constexpr std::uint64_t host_sketch_rows = std::uint64_t{1} << 19;
-/// On the host a quarter of those rows first: where they repeat keys enough for stage 2 to
-/// accept its fit (up to about 2^20 groups), the estimate costs a quarter of the cache misses;
+/// On the host 2^18 rows first: where they repeat keys enough for stage 2 to accept its fit (up
+/// to about 2^20 groups of 2^27 rows; 2^17 rows did not decide at 2^20 and the second sketch
+/// followed, 3.4-3.7 ms of estimate against 1.3), the estimate costs half the cache misses;
 /// otherwise the full host_sketch_rows sketch follows. The first is skipped where the key
 /// sample repeats fewer than host_first_sketch_min_repeats keys: 16 Ki keys from G equally
 /// likely groups repeat about 2^27 / G of them, over 100 where the first sketch can decide,
 /// about 8 at 2^24 groups, where it would only add its cost (the frequent keys' own repeats
 /// not counted: estimate_in_stages).
-inline constexpr std::uint64_t host_first_sketch_rows = host_sketch_rows / 4;
+inline constexpr std::uint64_t host_first_sketch_rows = std::uint64_t{1} << 18;
 inline constexpr std::uint64_t host_first_sketch_min_repeats = 32;
 /// The largest register value: the rank of a hash whose remaining 64 - p bits are all zero.
 inline constexpr unsigned sketch_max_rank = 64 - sketch_precision + 1;
