@@ -512,9 +512,13 @@ inline double zipf_distinct(double s, double keys, double n) {
 /// Illinois rule (the end that stays twice in a row has its value halved), to `tolerance`.
 template <class F>
 double increasing_root(const F& f, double lo, double hi, double f_lo, double f_hi, double tolerance) {
+  // Where the chord through both ends meets zero (the middle where the ends are level).
+  const auto chord = [&] {
+    return f_hi == f_lo ? 0.5 * (lo + hi) : std::clamp(lo - f_lo * (hi - lo) / (f_hi - f_lo), lo, hi);
+  };
   int side = 0;
   for (int i = 0; i < 60 && hi - lo > tolerance; ++i) {
-    const double x = f_hi == f_lo ? 0.5 * (lo + hi) : std::clamp(lo - f_lo * (hi - lo) / (f_hi - f_lo), lo, hi);
+    const double x = chord();
     const double fx = f(x);
     if (fx == 0) return x;
     if (fx < 0) {
@@ -529,7 +533,7 @@ double increasing_root(const F& f, double lo, double hi, double f_lo, double f_h
       side = 1;
     }
   }
-  return f_hi - f_lo == 0 ? 0.5 * (lo + hi) : std::clamp(lo - f_lo * (hi - lo) / (f_hi - f_lo), lo, hi);
+  return chord();
 }
 
 /// The Zipf law (exponent s, keys) whose draws give `d_small` distinct keys of `n_small` rows and
@@ -649,9 +653,9 @@ std::optional<staged_estimate> sorted_input_groups(const Profile& profile, std::
 
 /// The group estimate of `rows` rows, stage by stage: the key sample's frequencies (`profile`: a
 /// sample_profile); else stage 2 on sketches of strided samples, `sketch(stride, n, last,
-/// frequent)` giving the sketch of n rows `stride` apart (on the host: host_first_sketch_rows where the key sample
-/// repeats keys, then host_sketch_rows where that does not decide; on the device:
-/// device_sketch_rows); else for host input the extrapolation of the last sample, for device
+/// frequent)` giving the sketch of n rows `stride` apart (on the host: host_first_sketch_rows
+/// where the key sample repeats keys, then host_sketch_rows where that does not decide; on the
+/// device: device_sketch_rows); else for host input the extrapolation of the last sample, for device
 /// input `sketch_every()`, a sketch of every row. `last` marks the last strided sample: the
 /// host's extrapolation reads its linear count (sketch_host_rows), which the others need not
 /// take; `frequent`, that it reads its count of the profile's frequent keys too: not for a

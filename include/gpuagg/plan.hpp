@@ -227,8 +227,8 @@ class query_planner {
 
   /// Blocks of pinned host input whose copies start before the set-up samples and estimates:
   /// as many as early_copy_bytes hold (the copy engine's work while the host sketches 2^19
-  /// strided rows, 3 to 7 ms beside these copies, is 150 to 350 MiB at 50 GB/s), within 1/16 of the device's memory,
-  /// at least one. They hold their own buffers until they run: a short estimate loses nothing,
+  /// strided rows, 3 to 7 ms beside these copies, is 150 to 350 MiB at 50 GB/s), within 1/16 of
+  /// the device's memory, at least one. They hold their own buffers until they run: a short estimate loses nothing,
   /// the copies continue behind the first blocks' kernels.
   static std::size_t early_blocks(const device_info& device, const query_shape& shape, const options& opts);
   static constexpr std::uint64_t early_copy_bytes = std::uint64_t{256} << 20;

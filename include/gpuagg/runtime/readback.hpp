@@ -213,8 +213,7 @@ class presized_result {
   explicit presized_result(std::uint64_t rows) {
     if (rows == 0) return;
     rows_ = static_cast<std::size_t>(rows);
-    reserved_ = static_cast<std::size_t>(double(rows_) * presized_reserve_factor);
-    sizing_ = std::async(std::launch::async, [n = rows_, reserved = reserved_] {
+    sizing_ = std::async(std::launch::async, [n = rows_, reserved = reserved()] {
       Result r;
       size_result_for_copy(r, n, reserved);
       return r;
@@ -231,14 +230,15 @@ class presized_result {
     } catch (const std::exception&) {  // bad_alloc: FINALIZE's own sizing says so where it is
       return std::nullopt;
     }
-    if (reserved_ < n || rows_ / 2 > n) return std::nullopt;
+    if (reserved() < n || rows_ / 2 > n) return std::nullopt;
     for_each_result_vector(*r, [n](auto& v) { v.resize(n); });
     return r;
   }
 
  private:
+  std::size_t reserved() const noexcept { return static_cast<std::size_t>(double(rows_) * presized_reserve_factor); }
+
   std::size_t rows_ = 0;
-  std::size_t reserved_ = 0;
   std::future<Result> sizing_;
 };
 
