@@ -1370,6 +1370,11 @@ TEST_CASE("a large host result's columns are sized while the device aggregates; 
     CHECK(r->keys.size() == n);
     CHECK(std::get<0>(r->columns).size() == n);
     CHECK(std::get<1>(r->columns).size() == n);
+    // Small columns too are reserved for 1500 rows: taking more than they were sized for
+    // writes their missing rows in place instead of moving them to a larger allocation.
+    CHECK(r->keys.capacity() >= 1500);
+    CHECK(std::get<0>(r->columns).capacity() >= 1500);
+    CHECK(std::get<1>(r->columns).capacity() >= 1500);
   }
   CHECK_FALSE(detail::presized_result<host>(1000).take(1501).has_value());  // beyond what was reserved
   CHECK_FALSE(detail::presized_result<host>(1000).take(499).has_value());   // more than twice the rows

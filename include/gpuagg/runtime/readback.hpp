@@ -73,12 +73,14 @@ inline void advise_huge_pages([[maybe_unused]] const void* data, [[maybe_unused]
 #endif
 }
 
-/// v.resize(n) for a vector about to be overwritten: its memory asked for huge pages first.
+/// v.resize(n) for a vector about to be overwritten: its memory asked for huge pages first, and
+/// `capacity` rows reserved where that is more than n (a presized result that may take more).
 template <class T>
-void resize_for_copy(std::vector<T>& v, std::size_t n) {
-  if (n * sizeof(T) >= (std::size_t{4} << 20) && v.capacity() < n) {
-    v.reserve(n);
-    advise_huge_pages(v.data(), n * sizeof(T));
+void resize_for_copy(std::vector<T>& v, std::size_t n, std::size_t capacity = 0) {
+  capacity = std::max(capacity, n);
+  if (v.capacity() < capacity) {
+    v.reserve(capacity);
+    if (n * sizeof(T) >= (std::size_t{4} << 20)) advise_huge_pages(v.data(), capacity * sizeof(T));
   }
   v.resize(n);
 }
@@ -178,7 +180,7 @@ std::vector<void*> result_column_data(Result& r) {
 /// Every column of `r` sized to `n` rows, about to be overwritten: the large columns' pages
 /// faulted in by several threads, all columns at once, then each column sized (its zeros written)
 /// on a thread of its own. The largest column's zeros, one thread's memset that `resize` cannot
-/// share, bound the time. The large columns reserve `capacity` rows where that is more than n
+/// share, bound the time. Every column reserves `capacity` rows where that is more than n
 /// (address space: the pages beyond n are not touched).
 template <class Result>
 void size_result_for_copy(Result& r, std::size_t n, std::size_t capacity = 0) {
@@ -191,7 +193,7 @@ void size_result_for_copy(Result& r, std::size_t n, std::size_t capacity = 0) {
   std::vector<std::jthread> sizing;
   for_each_result_vector(r, [&](auto& v) {
     if (n * sizeof(v[0]) < min_prefaulted_bytes) {
-      resize_for_copy(v, n);
+      resize_for_copy(v, n, capacity);
       return;
     }
     sizing.emplace_back([&v, n] { v.resize(n); });
@@ -199,7 +201,7 @@ void size_result_for_copy(Result& r, std::size_t n, std::size_t capacity = 0) {
 }
 
 /// A host result whose columns a thread of their own sizes while the device aggregates
-/// (presized_result_rows), their large columns reserving half as many rows again without
+/// (presized_result_rows), their columns reserving half as many rows again without
 /// touching them. take(n) waits for that thread and hands them over sized to n rows, when they
 /// were sized for no more than twice n (no result touches more than twice the memory it
 /// needs) and reserved for n or more: an estimate up to a third low still fits, its missing rows
