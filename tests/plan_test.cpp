@@ -369,6 +369,14 @@ TEST_CASE("an estimate a little above a power of two sizes the table for it, wit
   profile.expected_groups = (std::uint64_t{1} << 24) * 112 / 100;
   profile.estimate_error = 0.2;
   CHECK(plan(h100(), profile).initial_table_capacity() == std::uint64_t{1} << 26);
+  // Stage 2's fit from 2^18 strided rows of 2^20 groups, 4% high: its error (6.8%, the sketch's
+  // grown by the fit's slope) allows it, and the table is the one 2^20 groups need.
+  auto fitted = uniform_input(std::uint64_t{1} << 20, std::uint64_t{1} << 27, false);
+  fitted.expected_groups = (std::uint64_t{1} << 20) * 104 / 100;
+  fitted.source = estimate_source::sketch;
+  CHECK(plan(h100(), fitted).initial_table_capacity() == std::uint64_t{1} << 22);
+  fitted.estimate_error = detail::fit_relative_error(detail::sketch_relative_error, 1 << 18, 1 << 20);
+  CHECK(plan(h100(), fitted).initial_table_capacity() == std::uint64_t{1} << 21);
 }
 
 TEST_CASE("scattered keys' table at half the load factor while it stays in the L2, on a GPU") {

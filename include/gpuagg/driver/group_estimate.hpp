@@ -109,7 +109,8 @@ auto aggregation_driver<Bound>::estimate_groups(const detail::sample_profile& pr
     const auto frequent = count_frequent ? profile.frequent_words() : std::vector<std::uint64_t>{};
     return detail::sketch_host_rows(
         [&](std::uint64_t row) { return std::uint64_t(key_policy::load_bits(hosts.data(), row)); }, rows_, stride, n,
-        threads, [&](std::uint64_t row) { prefetch_host_keys(hosts, row); }, last, frequent);
+        threads, [&](std::uint64_t row) { prefetch_host_keys(hosts, row); }, last, frequent,
+        detail::host_sketch_run_rows_log2(profile.runs_share, profile.ordered));
   };
   const auto every = [&] {
     return sketch_on_device(device_key_columns(), false, key.offset, 1, rows_, key.offset + rows_, false);
