@@ -23,9 +23,11 @@ inline constexpr fixed_string partition_kernels{R"CLC(// PARTITION (beyond the p
 // packed pair or a 64-bit key took 8, and takes the bucket for its key (bucket space: the tables'
 // bits and smallest key 0, where a key's home is the key itself).
 #define GPUAGG_MAX_PARTS 1024u
-inline uint gpuagg_part(KEY_T k, uint bits, uint capacity, KEY_T key_min, uint region, uint parts) {
-  const uint b = gpuagg_home(k, bits, capacity, key_min);
+inline uint gpuagg_run_of(uint b, uint region, uint parts) {
   return b == GPUAGG_NO_SLOT ? parts - 1u : min(b / region, parts - 1u);
+}
+inline uint gpuagg_part(KEY_T k, uint bits, uint capacity, KEY_T key_min, uint region, uint parts) {
+  return gpuagg_run_of(gpuagg_home(k, bits, capacity, key_min), region, parts);
 }
 
 #define GPUAGG_PARTITION_PARAMS \
@@ -107,6 +109,11 @@ __kernel void gpuagg_partition_scatter(KEY_PARAMS VALUE_PARAMS, GPUAGG_PARTITION
   __local uint scratch[GPUAGG_PART_CHUNK_MAX / GPUAGG_PART_ROWS_PER_ITEM];
   __local ushort order[GPUAGG_PART_CHUNK_MAX];   // the chunk's rows sorted by run
   __local ushort run_of[GPUAGG_PART_CHUNK_MAX];  // the run of each sorted position
+#if KEY_IS_64
+  // With `bucketed`, each chunk row's bucket, kept from the run's computation: its write then
+  // reads no key column again (a packed pair's two).
+  __local uint bucket_of[GPUAGG_PART_CHUNK_MAX];
+#endif
   const uint tile = get_group_id(0);
   const uint lid = get_local_id(0);
   const uint width = get_local_size(0);
@@ -126,7 +133,17 @@ __kernel void gpuagg_partition_scatter(KEY_PARAMS VALUE_PARAMS, GPUAGG_PARTITION
     for (uint j = 0; j < GPUAGG_PART_ROWS_PER_ITEM; ++j) {
       const uint i = lid + j * width;
       if (i < n) {
+#if KEY_IS_64
+        if (bucketed) {
+          const uint b = gpuagg_home(KEY_LOAD(chunk_begin + i), bits, capacity, key_min);
+          bucket_of[i] = b;
+          run[j] = gpuagg_run_of(b, region, parts);
+        } else {
+          run[j] = gpuagg_part(KEY_LOAD(chunk_begin + i), bits, capacity, key_min, region, parts);
+        }
+#else
         run[j] = gpuagg_part(KEY_LOAD(chunk_begin + i), bits, capacity, key_min, region, parts);
+#endif
         rank[j] = atomic_inc(&start[run[j]]);
       }
     }
@@ -147,7 +164,7 @@ __kernel void gpuagg_partition_scatter(KEY_PARAMS VALUE_PARAMS, GPUAGG_PARTITION
       const uint to = next[p] + (at - start[p]);
 #if KEY_IS_64
       if (bucketed) {
-        ((__global uint*)key_copy0)[to] = gpuagg_home(KEY_LOAD(row), bits, capacity, key_min);
+        ((__global uint*)key_copy0)[to] = bucket_of[order[at]];
       } else {
         KEY_COPY(to, row);
       }
