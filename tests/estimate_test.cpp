@@ -67,10 +67,10 @@ struct sketch_calls {
 };
 
 /// As the driver estimates: `key_of(row)` is row `row`'s key word, of `rows` rows; `calls`, if
-/// given, counts the sketches the stages ask for.
+/// given, counts the sketches the stages ask for; without `runs`, every sketch of strided rows.
 template <class KeyOf>
 staged_estimate estimate_like_the_driver(const KeyOf& key_of, std::uint64_t rows, bool host_input,
-                                         sketch_calls* calls = nullptr) {
+                                         sketch_calls* calls = nullptr, bool runs = true) {
   sketch_calls ignored;
   sketch_calls& counted = calls != nullptr ? *calls : ignored;
   const auto profile = profile_like_the_driver(key_of, rows);
@@ -79,8 +79,9 @@ staged_estimate estimate_like_the_driver(const KeyOf& key_of, std::uint64_t rows
       [&](std::uint64_t stride, std::uint64_t sampled, bool last, bool count_frequent) {
         ++counted.strided;
         const auto frequent = count_frequent ? profile.frequent_words() : std::vector<std::uint64_t>{};
-        return detail::sketch_host_rows(key_of, rows, stride, sampled, 2, detail::no_prefetch{}, last, frequent,
-                                        detail::host_sketch_run_rows_log2(profile.runs_share, profile.ordered));
+        return detail::sketch_host_rows(
+            key_of, rows, stride, sampled, 2, detail::no_prefetch{}, last, frequent,
+            runs ? detail::host_sketch_run_rows_log2(profile.runs_share, profile.ordered) : 0u);
       },
       [&] {
         ++counted.every;
@@ -454,6 +455,63 @@ TEST_CASE("the host's sketch reads runs of neighbouring rows where the key sampl
   for (const auto& r : read) read_rows += r.load();
   CHECK(read_rows <= n + 2 * in_runs.neighbour_pairs);
   CHECK(in_runs.neighbour_pairs > 0);
+  // Independent rows repeat keys as often within a run as across runs: the runs are kept.
+  CHECK_FALSE(in_runs.runs_rejected);
+  CHECK(in_runs.within_pairs == (n / 8) / detail::sketch_run_check_every * 28);
+  CHECK(in_runs.across_pairs > 0);
+  CHECK_FALSE(detail::runs_cluster(in_runs));
+}
+
+TEST_CASE("a sketch whose runs repeat keys more than rows apart do is taken again of strided rows") {
+  const std::uint64_t seed = fresh_seed();
+  CAPTURE(seed);
+  const std::uint64_t rows = std::uint64_t{1} << 22;
+  const std::uint64_t n = std::uint64_t{1} << 16;
+  const std::uint64_t stride = rows / n;
+  const auto mix = [seed](std::uint64_t x) {
+    std::uint64_t z = x + seed * 0x9E3779B97F4A7C15ULL;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+  };
+  const unsigned run_log2 = detail::host_sketch_run_log2;
+  // Four sources interleaved, a new set of four every 8 rows, each row's source another than
+  // its neighbour's: no row has its neighbour's key, but a run of 8 rows holds at most 4 keys.
+  std::vector<std::uint64_t> keys(rows);
+  std::uint64_t source = 0;
+  for (std::uint64_t row = 0; row < rows; ++row) {
+    source = (source + 1 + mix(row) % 3) % 4;
+    keys[row] = (mix(row / 8) << 2) | source;
+  }
+  const std::uint64_t truth = std::unordered_set<std::uint64_t>(keys.begin(), keys.end()).size();
+  const auto interleaved = [&keys](std::uint64_t row) { return keys[row]; };
+  const auto in_runs = detail::sketch_host_rows(interleaved, rows, stride, n, 2, detail::no_prefetch{}, true, {}, run_log2);
+  CHECK(in_runs.runs_rejected);
+  CHECK(in_runs.within_equal >= in_runs.within_pairs / 8);
+  const auto strided = detail::sketch_host_rows(interleaved, rows, stride, n, 2, detail::no_prefetch{}, true);
+  CHECK_FALSE(strided.runs_rejected);
+  CHECK(in_runs.registers == strided.registers);
+  CHECK(in_runs.linear_distinct == strided.linear_distinct);
+  // The key sample finds no neighbour with its key, so the driver sketches in runs first; their
+  // rejection leaves the estimate the strided rows give. (Keys that repeat only within 8 rows
+  // repeat in no strided sample: that estimate reads every sampled key as a new group.)
+  const auto profile = profile_like_the_driver(interleaved, rows);
+  CHECK(detail::host_sketch_run_rows_log2(profile.runs_share, profile.ordered) == run_log2);
+  const auto estimate = estimate_like_the_driver(interleaved, rows, true);
+  const auto strided_estimate = estimate_like_the_driver(interleaved, rows, true, nullptr, false);
+  CAPTURE(estimate.groups);
+  CAPTURE(truth);
+  CHECK(estimate.groups == strided_estimate.groups);
+  CHECK(estimate.source == strided_estimate.source);
+
+  // Heavy hitters (90% one key) repeat keys within runs as often as across them: kept.
+  const auto heavy = [&](std::uint64_t row) {
+    const std::uint64_t z = mix(row);
+    return (z & 0xff) < 230 ? std::uint64_t{0} : (z >> 8) % (std::uint64_t{1} << 20);
+  };
+  const auto hot = detail::sketch_host_rows(heavy, rows, stride, n, 2, detail::no_prefetch{}, true, {}, run_log2);
+  CHECK_FALSE(hot.runs_rejected);
+  CHECK(hot.within_equal > 0);
 }
 
 TEST_CASE("the host input's estimate at 2^27 and 2^28 rows, where the sample is 1/128 and 1/256 of them") {
