@@ -105,17 +105,13 @@ inline constexpr std::uint64_t host_sketch_rows = std::uint64_t{1} << 19;
 /// not counted: estimate_in_stages).
 inline constexpr std::uint64_t host_first_sketch_rows = std::uint64_t{1} << 18;
 inline constexpr std::uint64_t host_first_sketch_min_repeats = 32;
-/// The host's sketch reads rows in runs of 2^host_sketch_run_log2 neighbours (their mean
-/// distance still the stride) where the key sample finds neighbouring rows as unrelated as
-/// rows far apart: a run of 8 uint32 keys is one cache line and one page where 8 strided rows
-/// are eight of each, and the misses, not the hashing, bound a sketch of memory the copies are
-/// not reading (about 2 ms for 2^19 strided rows of a 2^27-row column on a 16-core host). Rows
-/// in runs or in order, or a runs_share above host_sketch_run_max_share (shuffled keys of
-/// 256 or more groups repeat a neighbour about 1/G of the time), keep strided rows: keys that
-/// cluster would make a run show fewer distinct keys than as many strided rows, and the
-/// estimate low (growth corrects it, at its cost). Keys that cluster without repeating their
-/// neighbour (a few interleaved) show it in the sketch itself, whose runs then repeat keys
-/// more than rows of neighbouring runs do (runs_cluster): it is taken again, strided.
+/// The host's sketch reads runs of 2^host_sketch_run_log2 neighbouring rows, a run's stride
+/// apart, where the key sample finds neighbours unrelated: a run of 8 keys is one cache line
+/// where 8 strided rows are eight, and the misses bound the sketch. Where neighbours repeat
+/// keys (runs_share above host_sketch_run_max_share: shuffled keys of 256 or more groups repeat
+/// one about 1/G of the time) or keep an order, a run would show fewer distinct keys than as
+/// many strided rows, and the rows stay strided; keys that cluster without repeating their
+/// neighbour are caught by the sketch itself (runs_cluster).
 inline constexpr unsigned host_sketch_run_log2 = 3;
 inline constexpr double host_sketch_run_max_share = 1.0 / 256;
 inline constexpr unsigned host_sketch_run_rows_log2(double runs_share, bool ordered) noexcept {
@@ -374,9 +370,8 @@ inline const double sketch_relative_error = 1.04 / std::sqrt(double(sketch_regis
 
 /// The relative standard error of the equally-likely fit's G from a distinct count of that
 /// relative error over n rows: D(G) = G (1 - e^-x), x = n / G, flattens as the sample repeats
-/// less, and the count's error grows by (D / G) / (dD / dG) = (1 - e^-x) / (1 - e^-x (1 + x)):
-/// 8.3 at a quarter of a row per group (2^18 rows of 2^20 groups: the sketch's 0.8% becomes
-/// 6.7%), 2.4 at one row per group, 1.1 at four.
+/// less, and the count's error grows by (D / G) / (dD / dG) = (1 - e^-x) / (1 - e^-x (1 + x)),
+/// 8.3 times at a quarter of a row per group.
 inline double fit_relative_error(double count_error, double n, double groups) {
   if (!(groups > 0) || !(n > 0)) return 0;
   const double x = n / groups;
@@ -800,16 +795,15 @@ struct host_sketch {
   bool runs_rejected = false;
 };
 
-/// The host sketch in runs compares one pair of neighbouring runs in this many: 2^12 pairs of a
-/// 2^19-row sketch, 115,000 pairs of rows within runs. Every pair compared made a 2^19-row sketch
-/// on two cores of the development machine 65% longer, one in 16 6% (4.1 -> 4.3 ms).
+/// The host sketch in runs compares one pair of neighbouring runs in this many: enough pairs of
+/// rows to tell (115,000 within runs in a 2^19-row sketch) at a tenth of the cost of comparing
+/// every pair (decisions.md).
 inline constexpr std::uint64_t sketch_run_check_every = 16;
 
 /// Whether a sketch's runs repeat keys more than independent rows would: more equal pairs
-/// within its runs than half as many again as the rate of rows in neighbouring runs predicts
-/// (and a margin of four of the count's standard deviations and 16 pairs, for rates of a few
-/// pairs). Keys that cluster locally without repeating a neighbour (a few keys interleaved, as
-/// readings of a few sources at one time) pass the key sample's test of neighbours and fail this.
+/// within its runs than half as many again as the rate of rows in neighbouring runs predicts,
+/// with a margin of four standard deviations and 16 pairs for rates of a few pairs. Keys that
+/// cluster without repeating a neighbour (a few sources interleaved) fail it.
 inline bool runs_cluster(const host_sketch& s) {
   if (s.within_pairs == 0 || s.across_pairs == 0) return false;
   const double expected = double(s.across_equal) / double(s.across_pairs) * double(s.within_pairs);
