@@ -190,6 +190,26 @@ TEST_CASE("stage 2's error: the count's error grown by the fit's slope, as the d
   CHECK(detail::fit_relative_error(0.01, 1 << 22, 1 << 20) < detail::fit_relative_error(0.01, 1 << 20, 1 << 20));
   CHECK(detail::fit_relative_error(0.01, 0, 1 << 20) == 0);
   CHECK(detail::fit_relative_error(0.01, 1 << 20, 0) == 0);
+
+  // Stage 2 reports it where the fit alone decides: 2^18 of 2^27 rows from 2^20 equally likely
+  // groups. With a frequent key set aside (half the rows, the rest over 2^18 groups), none: the
+  // share's error dominates.
+  const double groups = double(1 << 20);
+  detail::sketch_evidence e;
+  e.rows = std::uint64_t{1} << 27;
+  e.sample_rows = std::uint64_t{1} << 18;
+  e.sub_rows = std::uint64_t{1} << 16;
+  e.sample_distinct = detail::expected_distinct(groups, double(e.sample_rows));
+  e.sub_distinct = detail::expected_distinct(groups, double(e.sub_rows));
+  const auto alone = detail::estimate_from_sketch(e, {});
+  REQUIRE(alone.groups.has_value());
+  CHECK(double(*alone.groups) == doctest::Approx(groups).epsilon(0.01));
+  CHECK(alone.relative_error == doctest::Approx(at_quarter).epsilon(0.02));
+  e.sample_distinct = 1 + detail::expected_distinct(groups / 4, double(e.sample_rows) / 2);
+  e.sub_distinct = 1 + detail::expected_distinct(groups / 4, double(e.sub_rows) / 2);
+  const auto beside_hot_key = detail::estimate_from_sketch(e, detail::frequent_keys_summary{1, 0.5});
+  REQUIRE(beside_hot_key.groups.has_value());
+  CHECK(beside_hot_key.relative_error == 0);
 }
 
 TEST_CASE("stage 2: the equally-likely fit, accepted only when both sample sizes agree with it") {

@@ -407,9 +407,12 @@ inline sketch_decision estimate_from_sketch(const sketch_evidence& e, const freq
   decision.fitted_groups = *g;
   const double predicted = expected_distinct(*g, n_sub);
   if (std::abs(d_sub - predicted) > 0.05 * predicted + 3.0 * std::sqrt(predicted) + 1.0) return decision;
-  decision.relative_error = fit_relative_error(sketch_relative_error, n, *g);
   double groups = k + expected_distinct(*g, double(e.rows) * rest);
-  if (const auto bound = runs_bound(e)) groups = std::min(groups, *bound);
+  const auto bound = runs_bound(e);
+  // The fit's own error, where it alone decides: not where frequent keys were set aside (the
+  // share the sample gives them moves the fit more than the sketch's error) or runs bound it.
+  if (k == 0 && !(bound && *bound < groups)) decision.relative_error = fit_relative_error(sketch_relative_error, n, *g);
+  if (bound) groups = std::min(groups, *bound);
   groups = std::clamp(groups, std::max(e.sample_distinct, 1.0), double(e.rows));
   decision.groups = static_cast<std::uint64_t>(std::llround(groups));
   return decision;
