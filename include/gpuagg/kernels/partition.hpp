@@ -133,17 +133,11 @@ __kernel void gpuagg_partition_scatter(KEY_PARAMS VALUE_PARAMS, GPUAGG_PARTITION
     for (uint j = 0; j < GPUAGG_PART_ROWS_PER_ITEM; ++j) {
       const uint i = lid + j * width;
       if (i < n) {
+        const uint b = gpuagg_home(KEY_LOAD(chunk_begin + i), bits, capacity, key_min);
 #if KEY_IS_64
-        if (bucketed) {
-          const uint b = gpuagg_home(KEY_LOAD(chunk_begin + i), bits, capacity, key_min);
-          bucket_of[i] = b;
-          run[j] = gpuagg_run_of(b, region, parts);
-        } else {
-          run[j] = gpuagg_part(KEY_LOAD(chunk_begin + i), bits, capacity, key_min, region, parts);
-        }
-#else
-        run[j] = gpuagg_part(KEY_LOAD(chunk_begin + i), bits, capacity, key_min, region, parts);
+        if (bucketed) bucket_of[i] = b;
 #endif
+        run[j] = gpuagg_run_of(b, region, parts);
         rank[j] = atomic_inc(&start[run[j]]);
       }
     }
