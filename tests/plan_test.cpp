@@ -286,6 +286,31 @@ TEST_CASE("PoCL's CPU device: the generic CPU entry, host and device blocks") {
   CHECK(p.feasible(p.default_params()));
 }
 
+TEST_CASE("a CPU runs work groups of one work item, whose variant updates local tables plainly") {
+  // The generic CPU entry: one work item a group, local table or not.
+  for (unsigned log2 : {4u, 10u, 16u, 24u}) {
+    CAPTURE(log2);
+    const auto p = plan(pocl_cpu(), uniform_input(std::uint64_t{1} << log2));
+    const auto start = p.default_params();
+    CHECK(start.config.work_group_size == 1);
+    CHECK(p.feasible(start));
+    CHECK(p.variant_for(start).serial);
+  }
+  // The variant follows the launch's shape: one work item a group, never INDEPENDENT (its private
+  // tables are in global memory already).
+  const auto p = plan(pocl_cpu(), uniform_input(1 << 10));
+  CHECK(p.variant_for({strategy_kind::workgroup_local, {2, 1}}).serial);
+  CHECK(p.variant_for({strategy_kind::shared, {2, 1}}).serial);
+  CHECK_FALSE(p.variant_for({strategy_kind::workgroup_local, {2, 64}}).serial);
+  CHECK_FALSE(p.variant_for({strategy_kind::independent, {2, 1}}).serial);
+  CHECK_FALSE(plan(h100(), uniform_input(1 << 10)).variant_for({strategy_kind::workgroup_local, {4, 256}}).serial);
+  // A program of its own.
+  kernel_variant serial{strategy_kind::workgroup_local};
+  serial.serial = true;
+  CHECK(serial.index() != kernel_variant{strategy_kind::workgroup_local}.index());
+  CHECK(serial.index() < kernel_variant::count);
+}
+
 TEST_CASE("the table: growth sized by the new groups, not the spilled rows; partitions by bytes on a GPU") {
   const auto p = plan(h100(), uniform_input(1 << 10));
   // 2^24 groups found, 2^26 rows spilled holding 2^24 new groups: room for 2^25 at load 1/2.

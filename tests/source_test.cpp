@@ -103,7 +103,7 @@ constexpr bool program_has(std::string_view needle) {
 }  // namespace
 
 TEST_CASE("each strategy's program is a compile-time constant holding its own AGGREGATE") {
-  static_assert(program_has<shared_strategy>("__kernel void gpuagg_aggregate"));
+  static_assert(program_has<shared_strategy>("__kernel GPUAGG_AGGREGATE_ATTRIBUTES void gpuagg_aggregate("));
   static_assert(program_has<workgroup_local_strategy>("__local KEY_T* l_keys"));
   static_assert(program_has<independent_strategy>("__global KEY_T* p_keys"));
   static_assert(!program_has<shared_strategy>("__local KEY_T* l_keys"));

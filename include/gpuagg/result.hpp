@@ -27,6 +27,7 @@ struct block_record {
   bool private_groups = false;   ///< four groups per work item in private variables (kernels/aggregate.hpp)
   bool perfect_local = false;    ///< WORKGROUPLOCAL with the perfect local table (kernels/workgroup_local.hpp)
   bool range_local = false;      ///< WORKGROUPLOCAL with the range local table (kernels/workgroup_local.hpp)
+  bool serial = false;           ///< one work item a work group: plain local updates (kernel_variant::serial)
 };
 
 /// Host (wall-clock) time of a query's phases, from the driver's clock. They add up to about

@@ -341,6 +341,7 @@ class aggregation_driver {
     bool private_groups = false;  // ran with private groups
     bool perfect_local = false;   // ran with the perfect local table
     bool range_local = false;     // ran with the range local table
+    bool serial = false;          // ran the serial variant
   };
   /// The groups planned for, and where the number came from.
   struct group_estimate {

@@ -177,6 +177,7 @@ auto aggregation_driver<Bound>::enqueue_rows(const execution_params& params, std
   pending.private_groups = variant.private_groups;
   pending.perfect_local = variant.perfect_local;
   pending.range_local = variant.range_local;
+  pending.serial = variant.serial;
   cl::Kernel& kernel = aggregate_kernel(variant);
   detail::kernels::aggregate_args<cl::Buffer, bits_type> args;
   args.columns = inputs;
@@ -268,7 +269,7 @@ double aggregation_driver<Bound>::complete(pending_block& block) {
   double partition = 0;
   for (const auto& event : block.partition) partition += detail::event_seconds(event);
   stats_.blocks.push_back({block.params, block.rows, aggregate, partition, block.hot_table, block.cold_queue,
-                            block.private_groups, block.perfect_local, block.range_local});
+                            block.private_groups, block.perfect_local, block.range_local, block.serial});
   stats_.aggregate_seconds += aggregate;
   stats_.partition_seconds += partition;
   const double seconds = aggregate + partition;

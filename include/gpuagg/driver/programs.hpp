@@ -14,9 +14,9 @@
 namespace gpuagg {
 
 /// What the context builds for a variant: its strategy's program, with -DGPUAGG_RUN_CACHE,
-/// -DGPUAGG_HOT_TABLE, -DGPUAGG_COLD_QUEUE, -DGPUAGG_PRIVATE_GROUPS, -DGPUAGG_PERFECT_LOCAL or
-/// -DGPUAGG_RANGE_LOCAL where the variant has them (other programs of the same source, which the
-/// context caches separately); -DGPUAGG_INTERLEAVED for every build of an interleaved table's
+/// -DGPUAGG_HOT_TABLE, -DGPUAGG_COLD_QUEUE, -DGPUAGG_PRIVATE_GROUPS, -DGPUAGG_PERFECT_LOCAL,
+/// -DGPUAGG_RANGE_LOCAL or -DGPUAGG_SERIAL_LOCAL where the variant has them (other programs of
+/// the same source, which the context caches separately); -DGPUAGG_INTERLEAVED for every build of an interleaved table's
 /// query, and -DGPUAGG_ROWS_IN_FLIGHT for every build of a query whose plan loads other than
 /// four rows at a time (query_planner::rows_in_flight).
 template <class Bound>
@@ -31,6 +31,7 @@ context::program_request aggregation_driver<Bound>::program_request(const kernel
   if (variant.private_groups) add("-DGPUAGG_PRIVATE_GROUPS");
   if (variant.perfect_local) add("-DGPUAGG_PERFECT_LOCAL");
   if (variant.range_local) add("-DGPUAGG_RANGE_LOCAL");
+  if (variant.serial) add("-DGPUAGG_SERIAL_LOCAL");
   if (interleaved_) add("-DGPUAGG_INTERLEAVED");
   if (const auto rows = planner_->rows_in_flight(); rows != 4) add("-DGPUAGG_ROWS_IN_FLIGHT=" + std::to_string(rows));
   return {program_source_for<Bound>(variant.strategy), build_options};

@@ -195,6 +195,11 @@ void aggregation_driver<Bound>::setup() {
     table.range_local = planner_->range_local().has_value();
     needed.push_back(program_request(table));
   }
+  // A serial first variant (one work item a group) is a build of its own; it reads no kernel
+  // limit to be chosen, so it builds beside the others too.
+  if (const kernel_variant first = planner_->variant_for(planner_->default_params()); first.serial) {
+    needed.push_back(program_request(first));
+  }
   ctx_.prefetch(needed);
   home_program_ = program({planner_->default_params().strategy});
   programs.stop();

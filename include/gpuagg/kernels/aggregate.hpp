@@ -227,6 +227,20 @@ inline uint gpuagg_find_hot(__local const KEY_T* keys, KEY_T k, uint bits, uint 
     if (ROW_PASSES(row_)) { ROW(k_, row_, a_) } \
   } }
 
+// A work item's rows of the block [begin, end): a grid stride apart, so that neighbouring work
+// items read neighbouring rows (coalesced); in a serial variant (GPUAGG_SERIAL_LOCAL: one work
+// item per work group, a CPU's core) one contiguous share each, so that a core reads whole
+// cache lines in order where a stride would have every core read every line.
+#ifdef GPUAGG_SERIAL_LOCAL
+#define GPUAGG_FOR_ITEM_ROWS(begin, end, ROW) { \
+  const ulong rows_ = (end) - (begin); \
+  const ulong share_ = (rows_ + get_global_size(0) - 1) / get_global_size(0); \
+  const ulong from_ = (begin) + min(rows_, share_ * get_global_id(0)); \
+  GPUAGG_FOR_ROWS(from_, min((ulong)(end), from_ + share_), 1u, ROW) }
+#else
+#define GPUAGG_FOR_ITEM_ROWS(begin, end, ROW) GPUAGG_FOR_ROWS((begin) + get_global_id(0), end, get_global_size(0), ROW)
+#endif
+
 #define GPUAGG_AGGREGATE_PARAMS \
   KEY_PARAMS VALUE_PARAMS, const ulong row_begin, const ulong row_end, \
   __global KEY_T* g_keys ACC_PARAMS(__global, g_), const uint bits, const uint capacity, \

@@ -60,15 +60,28 @@ inline void gpuagg_atomic_##OP##_##T##_##AS(volatile __##AS T* p, T x) { \
 }
 #define GPUAGG_NATIVE_ATOMIC(OP, T, FN, AS) \
 inline void gpuagg_atomic_##OP##_##T##_##AS(volatile __##AS T* p, T x) { FN(p, x); }
+// Built with -DGPUAGG_SERIAL_LOCAL (a variant launched with one work item per work group:
+// kernel_variant::serial), local memory has one writer, so its combines are plain loads and
+// stores. A CPU device runs a work group's items in turn on one core, where a local atomic
+// only costs (a locked instruction, and no vectorized loop over the items).
+#ifdef GPUAGG_SERIAL_LOCAL
+#define GPUAGG_PLAIN_LOCAL(OP, T) \
+inline void gpuagg_atomic_##OP##_##T##_local(volatile __local T* p, T x) { *p = gpuagg_##OP##_##T(*p, x); }
+#define GPUAGG_BOTH(MACRO, OP, T, X, Y) MACRO(OP, T, X, Y, global) GPUAGG_PLAIN_LOCAL(OP, T)
+#define GPUAGG_BOTH_NATIVE(OP, T, FN) GPUAGG_NATIVE_ATOMIC(OP, T, FN, global) GPUAGG_PLAIN_LOCAL(OP, T)
+#else
 #define GPUAGG_BOTH(MACRO, OP, T, X, Y) MACRO(OP, T, X, Y, global) MACRO(OP, T, X, Y, local)
 #define GPUAGG_BOTH_NATIVE(OP, T, FN) GPUAGG_NATIVE_ATOMIC(OP, T, FN, global) GPUAGG_NATIVE_ATOMIC(OP, T, FN, local)
+#endif
 
 // A 64-bit add in local memory from 32-bit atomics: the low word's atomic add returns the old
 // low word, which tells whether it carried; the high word then gets the addend's high word plus
 // the carry (skipped when both are 0, as for every 32-bit value). Some GPUs run a 64-bit local
 // atomic add as a compare-and-swap loop (NVIDIA's compilers emit ATOMS.CAST.SPIN.64), the
 // 32-bit one natively. Exact modulo 2^64, as the 64-bit add; readers wait for a barrier.
-#ifdef __ENDIAN_LITTLE__
+#if defined(GPUAGG_SERIAL_LOCAL)
+#define GPUAGG_LOCAL_ADD64(T) GPUAGG_PLAIN_LOCAL(add, T)
+#elif defined(__ENDIAN_LITTLE__)
 #define GPUAGG_LOCAL_ADD64(T) \
 inline void gpuagg_atomic_add_##T##_local(volatile __local T* p, T x) { \
   volatile __local uint* word = (volatile __local uint*)p; \
@@ -148,9 +161,29 @@ inline constexpr fixed_string table_access{R"CLC(// ---- the global table's layo
 
 // ---- bucket lookup: find the key's bucket or claim an empty one ----
 #if KEY_IS_64
-#define GPUAGG_KEY_CAS(p, expected, desired) atom_cmpxchg(p, expected, desired)
+#define GPUAGG_KEY_CAS_global(p, expected, desired) atom_cmpxchg(p, expected, desired)
 #else
-#define GPUAGG_KEY_CAS(p, expected, desired) atomic_cmpxchg(p, expected, desired)
+#define GPUAGG_KEY_CAS_global(p, expected, desired) atomic_cmpxchg(p, expected, desired)
+#endif
+#ifdef GPUAGG_SERIAL_LOCAL
+inline KEY_T gpuagg_plain_cas_local(volatile __local KEY_T* p, KEY_T expected, KEY_T desired) {
+  const KEY_T seen = *p;
+  if (seen == expected) *p = desired;
+  return seen;
+}
+#define GPUAGG_KEY_CAS_local(p, expected, desired) gpuagg_plain_cas_local(p, expected, desired)
+// Local bookkeeping of one work item: counters and bitmap words.
+#define GPUAGG_LOCAL_INC(p) ((*(p))++)
+#define GPUAGG_LOCAL_OR(p, x) (*(p) |= (x))
+#define GPUAGG_LOCAL_ADD(p, x) (*(p) += (x))
+// The kernel runs only with one work item per work group.
+#define GPUAGG_AGGREGATE_ATTRIBUTES __attribute__((reqd_work_group_size(1, 1, 1)))
+#else
+#define GPUAGG_KEY_CAS_local(p, expected, desired) GPUAGG_KEY_CAS_global(p, expected, desired)
+#define GPUAGG_LOCAL_INC(p) atomic_inc(p)
+#define GPUAGG_LOCAL_OR(p, x) atomic_or(p, x)
+#define GPUAGG_LOCAL_ADD(p, x) atomic_add(p, x)
+#define GPUAGG_AGGREGATE_ATTRIBUTES
 #endif
 
 // With `plain` set, a bucket's key is read with a plain, cacheable load: a key changes once,
@@ -179,7 +212,7 @@ inline uint gpuagg_insert_##AS(volatile __##AS KEY_T* keys, KEY_T k, uint bits, 
     volatile __##AS KEY_T* at = keys + (b * stride + lane); \
     KEY_T seen = GPUAGG_READ_KEY(AS, at, plain); \
     if (seen == EMPTY_KEY) { \
-      seen = GPUAGG_KEY_CAS(at, EMPTY_KEY, k); \
+      seen = GPUAGG_KEY_CAS_##AS(at, EMPTY_KEY, k); \
       if (seen == EMPTY_KEY) { ++*claimed; return b; } \
     } \
     if (seen == k) return b; \
@@ -246,7 +279,7 @@ inline uint gpuagg_spill_slot(__global ulong* meta, uint spill_capacity) {
   barrier(CLK_LOCAL_MEM_FENCE);
 #define GPUAGG_END_COUNTS() \
   if (special) meta[META_SPECIAL] = 1; \
-  if (claimed) atomic_add(&wg_claimed, claimed); \
+  if (claimed) GPUAGG_LOCAL_ADD(&wg_claimed, claimed); \
   barrier(CLK_LOCAL_MEM_FENCE); \
   if (get_local_id(0) == 0 && wg_claimed) atom_add(meta + META_GROUPS, (ulong)wg_claimed);
 

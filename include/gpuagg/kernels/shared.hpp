@@ -14,12 +14,12 @@ namespace gpuagg::detail::kernels {
 // SHARED (section 2.2): every work item updates the one global table with atomics.
 inline constexpr fixed_string aggregate_shared{R"CLC(
 #define GPUAGG_SHARED_ROW(k, row, P) GPUAGG_CACHED_ROW(k, P, GPUAGG_HOT_OR_GLOBAL)
-__kernel void gpuagg_aggregate(GPUAGG_AGGREGATE_PARAMS GPUAGG_HOT_TABLE_PARAMS) {
+__kernel GPUAGG_AGGREGATE_ATTRIBUTES void gpuagg_aggregate(GPUAGG_AGGREGATE_PARAMS GPUAGG_HOT_TABLE_PARAMS) {
   GPUAGG_REBIND(g_, __global)
   GPUAGG_BEGIN_COUNTS()
   GPUAGG_HOT_TABLE_BEGIN
   GPUAGG_RUN_CACHE_BEGIN
-  GPUAGG_FOR_ROWS(row_begin + get_global_id(0), row_end, get_global_size(0), GPUAGG_SHARED_ROW)
+  GPUAGG_FOR_ITEM_ROWS(row_begin, row_end, GPUAGG_SHARED_ROW)
   GPUAGG_RUN_CACHE_END(GPUAGG_HOT_OR_GLOBAL)
   GPUAGG_HOT_TABLE_END
   GPUAGG_END_COUNTS()

@@ -27,7 +27,7 @@ inline constexpr auto aggregate_workgroup_local = perfect_hash_cl + fixed_string
 // set already).
 inline void gpuagg_mark_used(__local uint* used, uint s) {
   const uint bit = 1u << (s & 31u);
-  if ((used[s >> 5] & bit) == 0u) atomic_or(used + (s >> 5), bit);
+  if ((used[s >> 5] & bit) == 0u) GPUAGG_LOCAL_OR(used + (s >> 5), bit);
 }
 // Direct addressing's local table (GPUAGG_DENSE_TABLE), like its global one, keeps no keys:
 // entry s (bucket s / copies of copy s % copies) holds the key of global bucket s / copies
@@ -144,7 +144,7 @@ inline uint gpuagg_find_perfect_local(__local const KEY_T* keys, __local const u
 #else
 #define GPUAGG_COLD_QUEUE_PARAMS
 #endif
-__kernel void gpuagg_aggregate(GPUAGG_AGGREGATE_PARAMS, __local KEY_T* l_keys ACC_PARAMS(__local, l_),
+__kernel GPUAGG_AGGREGATE_ATTRIBUTES void gpuagg_aggregate(GPUAGG_AGGREGATE_PARAMS, __local KEY_T* l_keys ACC_PARAMS(__local, l_),
                                const uint local_bits, const uint local_capacity, const uint copies
                                GPUAGG_PERFECT_PARAMS GPUAGG_RANGE_PARAMS GPUAGG_COLD_QUEUE_PARAMS) {
   __local uint l_special;
@@ -221,7 +221,7 @@ __kernel void gpuagg_aggregate(GPUAGG_AGGREGATE_PARAMS, __local KEY_T* l_keys AC
           ACC_MERGE_PRIVATE(hot_, a_)
           hot_used_ = 1;
         } else {
-          const uint at_ = atomic_inc(&q_count);
+          const uint at_ = GPUAGG_LOCAL_INC(&q_count);
           q_keys[at_] = k_;
           q_rows[at_] = (uint)(row_ - row_begin);
         }
@@ -243,7 +243,7 @@ __kernel void gpuagg_aggregate(GPUAGG_AGGREGATE_PARAMS, __local KEY_T* l_keys AC
 #else
 #define GPUAGG_LOCAL_ROW(k, row, P) GPUAGG_CACHED_ROW(k, P, GPUAGG_LOCAL_LOADED)
   GPUAGG_RUN_CACHE_BEGIN
-  GPUAGG_FOR_ROWS(row_begin + get_global_id(0), row_end, get_global_size(0), GPUAGG_LOCAL_ROW)
+  GPUAGG_FOR_ITEM_ROWS(row_begin, row_end, GPUAGG_LOCAL_ROW)
   GPUAGG_RUN_CACHE_END(GPUAGG_LOCAL_LOADED)
 #endif
   barrier(CLK_LOCAL_MEM_FENCE);

@@ -95,11 +95,12 @@ struct kernel_variant {
   bool private_groups = false;  ///< four groups per work item in private variables (never with the three above)
   bool perfect_local = false;   ///< WORKGROUPLOCAL's perfect local table (GPUAGG_PERFECT_LOCAL)
   bool range_local = false;     ///< WORKGROUPLOCAL's range local table (GPUAGG_RANGE_LOCAL; never with perfect_local)
+  bool serial = false;          ///< one work item per work group: plain local updates (GPUAGG_SERIAL_LOCAL)
 
-  static constexpr std::size_t count = 144;
+  static constexpr std::size_t count = 288;
   constexpr std::size_t index() const noexcept {
     return static_cast<std::size_t>(strategy) * 8 + (run_cache ? 1 : 0) + (hot_table ? 2 : 0) + (cold_queue ? 4 : 0) +
-           (private_groups ? 24 : 0) + (perfect_local ? 48 : 0) + (range_local ? 96 : 0);
+           (private_groups ? 24 : 0) + (perfect_local ? 48 : 0) + (range_local ? 96 : 0) + (serial ? 144 : 0);
   }
 };
 

@@ -80,10 +80,13 @@ inline kernel_variant query_planner::variant_for(const execution_params& params)
     kernel_variant candidate{params.strategy, run_cache, hot, cold, private_four};
     candidate.perfect_local = local && perfect_.has_value();
     candidate.range_local = local && range_.has_value();
+    // A work group of one work item is the only writer of its local tables: no local atomics,
+    // and its rows one contiguous share (kernels/aggregate.hpp: GPUAGG_FOR_ITEM_ROWS).
+    candidate.serial = params.config.work_group_size == 1 && params.strategy != strategy_kind::independent;
     return candidate;
   };
   const auto fits = [&](const kernel_variant& candidate) {
-    return params.config.work_group_size <= max_work_group_size(candidate);
+    return params.config.work_group_size <= 1 || params.config.work_group_size <= max_work_group_size(candidate);
   };
   kernel_variant v = with(false, false, false, false);
   v.run_cache = run_cache(params) && fits(with(true, false, false, false));
