@@ -236,6 +236,11 @@ struct options {
   /// interleaved_table asks for a hash table's layout. Default: on a GPU. false never; true on
   /// any device (the tests' way on PoCL).
   std::optional<bool> direct_table;
+  /// Read host input's blocks where they lie, through buffers over the caller's memory
+  /// (CL_MEM_USE_HOST_PTR), instead of copying each block into a device buffer
+  /// (query_planner::host_blocks_in_place). Default: on a CPU device, whose memory is the
+  /// host's. false copies as a GPU does (the tests' way to run the copies on PoCL).
+  std::optional<bool> host_blocks_in_place;
   /// Required by direct_addressing: the key domain, `{min, max}` in integers of any type; the
   /// query's key type must hold both (else invalid_argument_error).
   std::optional<key_domain> domain;

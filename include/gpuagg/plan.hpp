@@ -225,6 +225,12 @@ class query_planner {
   static std::size_t host_block_rows(const query_shape& shape, const options& opts);
   static std::size_t window(const options& opts) noexcept { return std::max<std::size_t>(opts.blocks_in_flight, 1); }
 
+  /// Whether the device reads host input's blocks where they lie (a buffer over the caller's
+  /// memory, CL_MEM_USE_HOST_PTR) instead of a copy into its own: by default a CPU, whose
+  /// "device memory" is the same host memory, so a copy would only be a second pass over it.
+  static bool host_blocks_in_place(const device_info& device, const options& opts) {
+    return opts.host_blocks_in_place.value_or(device.architecture == "cpu");
+  }
   /// Blocks of pinned host input whose copies start before the set-up samples and estimates:
   /// as many as early_copy_bytes hold (the copy engine's work while the host sketches 2^19
   /// strided rows, 3 to 7 ms beside these copies, is 150 to 350 MiB at 50 GB/s), within 1/16 of

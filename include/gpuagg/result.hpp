@@ -79,6 +79,8 @@ struct query_stats {
   /// Host input: blocks whose copies to the device started before the set-up (sample, estimate,
   /// plan) and ran as the plan's first blocks (aggregation_driver::start_first_copies).
   unsigned early_copies = 0;
+  /// Host input read where it lies, without copies (options::host_blocks_in_place).
+  bool host_blocks_in_place = false;
   double aggregate_seconds = 0;         ///< sum of profiled AGGREGATE times
   double partition_seconds = 0;         ///< sum of profiled PARTITION times (tables larger than the cache)
   double initialize_seconds = 0;

@@ -332,6 +332,7 @@ class aggregation_driver {
     std::vector<cl::Event> partition;  // PARTITION's kernels, when the block was partitioned
     std::vector<cl::Event> pieces;     // AGGREGATE over the pieces before the last (partition_piece_rows)
     std::vector<cl::Buffer> early;     // its input's buffers, when its copy started before the plan
+    std::vector<cl::Buffer> in_place;  // its input's buffers over host memory (host_blocks_in_place)
     std::size_t slot = 0;
     unsigned generation = 0;
     execution_params params;
@@ -549,6 +550,7 @@ class aggregation_driver {
   std::chrono::steady_clock::time_point started_;
   std::uint64_t rows_ = 0;
   bool on_device_ = false;
+  bool in_place_ = false;  // host input's blocks read where they lie (query_planner::host_blocks_in_place)
   bool restartable_ = false;
   detail::shared_estimate* shared_ = nullptr;  // host input's estimate, made once for several drivers
   detail::direct_handover* handover_ = nullptr;  // group_by's: to direct addressing, or from a hash scheme's set-up

@@ -144,6 +144,18 @@ auto aggregation_driver<Bound>::enqueue_rows(const execution_params& params, std
     for (const auto& c : columns_) inputs.push_back(c.device);
     row_begin = columns_.front().offset + first;
     row_end = row_begin + count;
+  } else if (in_place_) {
+    // The block's rows as they lie in the caller's memory, which the kernel only reads; the
+    // buffers are the block's own (never the pool's) and go when it completes.
+    for (const auto& column : columns_) {
+      void* source = const_cast<char*>(static_cast<const char*>(column.host) + first * column.element_size);
+      cl_int status = CL_SUCCESS;
+      cl::Buffer buffer(ctx_.cl_context(), CL_MEM_READ_ONLY | CL_MEM_USE_HOST_PTR,
+                        std::max<std::size_t>(count * column.element_size, 1), source, &status);
+      detail::check(status, "mapping an input block in place");
+      inputs.push_back(buffer);
+    }
+    pending.in_place = inputs;
   } else {
     // The first blocks' copies started before the plan (start_first_copies): a block of their
     // rows waits for its copy and runs on its buffers, which go back when it completes.
@@ -264,6 +276,7 @@ double aggregation_driver<Bound>::complete(pending_block& block) {
   waiting.stop();
   for (const auto& buffer : block.early) recycle(buffer);
   block.early.clear();
+  block.in_place.clear();
   double aggregate = detail::event_seconds(block.kernel);
   for (const auto& piece : block.pieces) aggregate += detail::event_seconds(piece);
   double partition = 0;

@@ -23,6 +23,8 @@ aggregation_driver<Bound>::aggregation_driver(context& ctx, const options& opts,
   validate();
   rows_ = columns_.front().rows;
   on_device_ = columns_.front().on_device();
+  in_place_ = !on_device_ && query_planner::host_blocks_in_place(ctx_.info(), opts_);
+  stats_.host_blocks_in_place = in_place_;
   std::uint32_t widest = 1;
   std::uint32_t row = 0;
   for (const auto& c : columns_) {
@@ -113,7 +115,7 @@ void aggregation_driver<Bound>::setup() {
   };
   // Several drivers that share host input take its blocks from one queue (run_blocks): which
   // rows a driver runs first is not known here.
-  if (!on_device_ && shared_ == nullptr) start_first_copies();
+  if (!on_device_ && !in_place_ && shared_ == nullptr) start_first_copies();
   detail::input_estimate found;
   bool estimated = estimate;
   if (identity_scheme && handover_ != nullptr && handover_->range) {
@@ -208,7 +210,7 @@ void aggregation_driver<Bound>::setup() {
   if (spill_capacity_ >= (std::uint64_t{1} << 32)) throw invalid_argument_error("block_bytes is too large");
   stats_.spill_capacity = spill_capacity_;
   spill_ = make_buffers(spill_capacity_, "the spill area");
-  if (!on_device_) make_staging();
+  if (!on_device_ && !in_place_) make_staging();
 }
 
 /// The counters, their pinned host copy and the table: what every query with a table holds.
