@@ -1143,3 +1143,15 @@ TEST_CASE("split device input, drawn at random: part sizes, key ranges, skew, me
   }
   MESSAGE("rounds with direct addressing on both parts: " << direct_cases << " of " << rounds);
 }
+
+TEST_CASE("a CPU member sits out beside a GPU that stages host input, and only then") {
+  using detail::sit_out_beside_staging;
+  // GPU (stages a pageable column) + CPU: the CPU sits out.
+  CHECK(sit_out_beside_staging({false, true}, {true, false}) == std::vector<bool>{false, true});
+  // The GPU reads every column without staging (pinned for it): both take part.
+  CHECK(sit_out_beside_staging({false, true}, {false, false}) == std::vector<bool>{false, false});
+  // CPUs alone (PoCL's sub-devices) read in place: none sits out, whatever they report.
+  CHECK(sit_out_beside_staging({true, true, true}, {true, false, true}) == std::vector<bool>(3, false));
+  // Two GPUs, one staging, and a CPU: the CPU alone sits out.
+  CHECK(sit_out_beside_staging({false, false, true}, {false, true, false}) == std::vector<bool>{false, false, true});
+}

@@ -74,8 +74,12 @@ auto group_by(const device_set& devices, const KeyColumn& keys, const Values& va
       [&](auto& driver) { return finisher::finalize(driver, early.get()); }, take_part,
       [&](const auto& owners, auto&& each) { return finisher::finalize_owned(owners, early.get(), each); });
   std::vector<bool> too_slow;
-  for (const auto& d : r.stats.devices) too_slow.push_back(d.too_slow);
-  devices.participation().record(take_part, too_slow);
+  std::vector<bool> took_part = take_part;  // less the members that sat out beside staged input
+  for (std::size_t i = 0; i < r.stats.devices.size(); ++i) {
+    too_slow.push_back(r.stats.devices[i].too_slow);
+    if (r.stats.devices[i].sat_out) took_part[i] = false;
+  }
+  devices.participation().record(took_part, too_slow);
   return r;
 }
 

@@ -5,6 +5,7 @@
 // groups it owns from the others and finalizes them into its rows of the result
 // (merge_site.hpp decides).
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -43,7 +44,7 @@ struct device_share {
   std::uint64_t owned_groups = 0;     ///< by owner: the result's groups it finalized
   double setup_seconds = 0;           ///< its driver's set-up: key sample, plan, programs, buffers
   double run_seconds = 0;             ///< from its first block to its last block's completion
-  bool sat_out = false;               ///< took no part: an earlier query found it too slow (participation.hpp)
+  bool sat_out = false;               ///< took no part: found too slow before, or a CPU beside staged input (participation.hpp)
   bool too_slow = false;              ///< found too slow to help (participation.hpp: found_too_slow)
   query_stats stats;                  ///< its driver's statistics (the merging member's: after the merge)
 };
@@ -65,7 +66,7 @@ inline std::ostream& operator<<(std::ostream& os, const multi_device_stats& s) {
     const auto& d = s.devices[i];
     os << "device " << i << " (" << d.device << "): ";
     if (d.sat_out) {
-      os << "sat out (too slow in an earlier query)\n";
+      os << "sat out (too slow in an earlier query, or a CPU beside staged input)\n";
       continue;
     }
     os << d.rows << " rows in " << d.blocks << " blocks (set-up " << d.setup_seconds * 1e3 << " ms, run "
@@ -392,10 +393,27 @@ auto run_on_devices(const device_set& devices, const std::vector<column_data>& c
   const members_read_in_place in_place(devices, columns);
 
   const std::size_t n = devices.size();
+  // CPU members sit out beside a GPU that stages a column (participation.hpp), unless that
+  // would leave no member.
+  std::vector<bool> part = take_part.empty() ? std::vector<bool>(n, true) : take_part;
+  {
+    std::vector<bool> cpu(n), stages(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      cpu[i] = devices[i].info().architecture == "cpu";
+      for (const auto& c : columns) {
+        const std::uint64_t bytes = std::uint64_t(c.rows) * c.element_size;
+        stages[i] = stages[i] || (bytes > 0 && !devices[i].is_pinned(c.host, bytes));
+      }
+    }
+    std::vector<bool> narrowed = part;
+    const auto beside = sit_out_beside_staging(cpu, stages);
+    for (std::size_t i = 0; i < n; ++i) narrowed[i] = narrowed[i] && !beside[i];
+    if (std::find(narrowed.begin(), narrowed.end(), true) != narrowed.end()) part = std::move(narrowed);
+  }
   std::vector<device_share> shares(n);
   block_queue queue(rows, n, device_models(devices));
-  for (std::size_t i = 0; i < take_part.size() && i < n; ++i) {
-    if (!take_part[i]) queue.sit_out(i);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!part[i]) queue.sit_out(i);
   }
   auto drivers = run_members(
       devices, opts, shares, [&](std::size_t, const options& mine) { return make(mine); },
@@ -410,7 +428,7 @@ auto run_on_devices(const device_set& devices, const std::vector<column_data>& c
         driver.run_blocks([&queue, i, limit, window] { return queue.next(i, limit, window); }, fixed);
       },
       [&queue] { queue.cancel(); },  // the others stop taking blocks; the query fails as a whole
-      take_part);
+      part);
   if (queue.handed_out() != rows) {
     throw error("internal error: a multi-device query handed out " + std::to_string(queue.handed_out()) + " of " +
                 std::to_string(rows) + " rows");
