@@ -226,6 +226,19 @@ TEST_CASE("the shared queue: a device's speed from its finished blocks, a slow d
   CHECK(long_queue.next(0, limit, 2, start + std::chrono::milliseconds(191)));
 }
 
+TEST_CASE("the shared queue: the last member taking blocks takes its full blocks, no probes") {
+  const std::uint64_t rows = std::uint64_t{1} << 30;
+  const std::uint64_t limit = std::uint64_t{1} << 22;
+  // The second member sits the query out: the first runs as alone from its first block.
+  detail::block_queue queue(rows, 2);
+  queue.sit_out(1);
+  CHECK(queue.next(0, limit, 2)->second == limit);
+  CHECK(queue.next(0, limit, 2)->second == limit);
+  // Both taking blocks: probes first.
+  detail::block_queue both(rows, 2);
+  CHECK(both.next(0, limit, 2)->second == detail::min_shared_block_rows);
+}
+
 TEST_CASE("the shared queue: a member of the fastest member's own model is found too slow only on a full block") {
   // Member 1 pays a fixed 1.2 ms a block (host memory pinned in member 0's context, say) where
   // member 0 pays 0.1 ms; rows cost 0.15 ns on both, or 3 ns on member 1 (`slow_rows`). On

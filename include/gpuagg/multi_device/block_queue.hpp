@@ -74,10 +74,12 @@ class block_queue {
     if (like_fastest && too_slow_to_help(relative) && mine.by_size[size_class_of(limit)].rows == 0) {
       relative = min_relative_speed;
     }
+    // The last member taking blocks (the others sat the query out or stopped) runs as alone:
+    // its plan's full blocks, no probes to compare it by.
     const bool last_active = std::count_if(devices_.begin(), devices_.end(),
                                            [](const member& m) { return !m.stopped; }) == 1;
-    std::uint64_t count = next_block_rows(limit, rows_ - cursor_, share, measured, devices_.size() == 1, relative,
-                                          mine.last_rows);
+    std::uint64_t count =
+        next_block_rows(limit, rows_ - cursor_, share, measured, last_active, relative, mine.last_rows);
     if (count == 0) {
       if (!last_active) {  // the others finish the rest sooner without it
         mine.stopped = true;

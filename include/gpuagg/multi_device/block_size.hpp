@@ -60,7 +60,7 @@ constexpr bool too_slow_to_help(double relative) noexcept { return relative < mi
 /// Rows of the next block for a device whose driver takes at most `limit` rows a block, when
 /// `remaining` rows are not handed out yet and the device does `share` (0 to 1) of the rows the
 /// members whose speed is known do per second; `measured`: whether this device's speed is
-/// known (block_queue.hpp), `alone`: the set has one member; `relative`: its speed over
+/// known (block_queue.hpp), `alone`: it is the only member taking blocks; `relative`: its speed over
 /// the fastest measured member's on blocks of like size (1 for the fastest); `previous`: the
 /// rows of the last block it took (0: none), which the next at most doubles. 0: the device
 /// takes no more blocks.
