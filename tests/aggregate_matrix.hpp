@@ -43,6 +43,48 @@ inline matrix_input matrix_values(std::size_t rows, std::mt19937_64& rng) {
           random_values<double>(rows, rng)};
 }
 
+/// The matrix's row and group counts: 0, 1 and a few rows; one block that is no multiple of the
+/// work-group size; several blocks (the 24 KiB blocks of matrix_options hold 3072 rows of the
+/// widest column).
+struct matrix_shape {
+  std::size_t rows;
+  std::size_t groups;
+};
+inline constexpr matrix_shape matrix_shapes[] = {{0, 1},   {1, 1}, {5, 3}, {999, 40}, {3 * 3072 + 17, 200},
+                                                 {20011, 3000}};
+
+/// Keys of one cell: `rows` rows of `groups` keys (every row its own key for all_distinct) in
+/// distribution `d`; for direct addressing the keys lie in a domain around the key the tables
+/// mark empty (local and private tables keep it in their reserved bucket, the global table's
+/// bitmap in its own bucket): [-n/2, n/2] for signed keys, [max - n + 1, max] for unsigned
+/// ones, which `opts` gets.
+template <class Key, class Scheme>
+std::vector<Key> matrix_keys(std::size_t rows, std::size_t groups, distribution d, std::mt19937_64& rng,
+                             options& opts) {
+  const std::size_t wanted = d == distribution::all_distinct ? std::max<std::size_t>(rows, 1) : groups;
+  std::vector<Key> dictionary;
+  if constexpr (Scheme::is_identity) {
+    const auto n = static_cast<Key>(std::max<std::size_t>(wanted * 2, 8));
+    const Key lo = std::is_signed_v<Key> ? static_cast<Key>(-(n / 2)) : std::numeric_limits<Key>::max() - n + 1;
+    const Key hi = static_cast<Key>(lo + n - 1);
+    dictionary = key_dictionary<Key>(wanted, rng, false, lo, hi);
+    opts.domain = key_domain(lo, hi);
+  } else {
+    dictionary = key_dictionary<Key>(wanted, rng);
+  }
+  return draw_keys(dictionary, rows, d, rng);
+}
+
+/// The CPU reference of all_aggregates_query over `keys` and the values `in`.
+template <class Key, class Scheme>
+auto matrix_reference(const std::vector<Key>& keys, const matrix_input& in) {
+  using query_type = std::remove_const_t<decltype(all_aggregates_select<Scheme>())>;
+  using bound = bound_query<single_key<Key>, query_type, std::int32_t, std::uint32_t, std::int64_t, float, double>;
+  return reference_group_by<bound>(std::span<const Key>(keys), std::span<const std::int32_t>(in.i32),
+                                   std::span<const std::uint32_t>(in.u32), std::span<const std::int64_t>(in.i64),
+                                   std::span<const float>(in.f32), std::span<const double>(in.f64));
+}
+
 /// Runs the matrix for one key type and hashing scheme over all strategies.
 template <class Key, class Scheme>
 void run_matrix() {
@@ -50,50 +92,23 @@ void run_matrix() {
   CAPTURE(seed);
   std::mt19937_64 rng(seed);
   const auto query = all_aggregates_select<Scheme>();
-  using bound = bound_query<single_key<Key>, std::remove_const_t<decltype(query)>, std::int32_t, std::uint32_t,
-                            std::int64_t, float, double>;
-
-  struct shape {
-    std::size_t rows;
-    std::size_t groups;
-  };
-  // 0, 1 and a few rows; one block that is no multiple of the work-group size; several blocks
-  // (the 24 KiB blocks below hold 3072 rows of the widest column).
-  const shape shapes[] = {{0, 1}, {1, 1}, {5, 3}, {999, 40}, {3 * 3072 + 17, 200}, {20011, 3000}};
   for (const auto strategy : all_strategies) {
-    for (const auto& [rows, groups] : shapes) {
+    for (const auto& [rows, groups] : matrix_shapes) {
       for (const auto d : all_distributions) {
         if (d == distribution::all_distinct && rows > 5000) continue;  // covered at 999 rows
         CAPTURE(strategy);
         CAPTURE(rows);
         CAPTURE(groups);
         CAPTURE(name(d));
-        std::vector<Key> dictionary;
         options opts;
-        const std::size_t wanted_groups = d == distribution::all_distinct ? std::max<std::size_t>(rows, 1) : groups;
-        if constexpr (Scheme::is_identity) {
-          // A domain around the key the tables mark empty (local and private tables keep it in
-          // their reserved bucket, the global table's bitmap in its own bucket):
-          // [-n/2, n/2] for signed keys, [max - n + 1, max] for unsigned ones.
-          const auto n = static_cast<Key>(std::max<std::size_t>(wanted_groups * 2, 8));
-          const Key lo = std::is_signed_v<Key> ? static_cast<Key>(-(n / 2)) : std::numeric_limits<Key>::max() - n + 1;
-          const Key hi = static_cast<Key>(lo + n - 1);
-          dictionary = key_dictionary<Key>(wanted_groups, rng, false, lo, hi);
-          opts.domain = key_domain(lo, hi);
-        } else {
-          dictionary = key_dictionary<Key>(wanted_groups, rng);
-        }
-        const auto keys = draw_keys(dictionary, rows, d, rng);
+        const auto keys = matrix_keys<Key, Scheme>(rows, groups, d, rng, opts);
         const auto in = matrix_values(rows, rng);
         opts.strategy = strategy;
         opts.config = launch_config{2, 64};
         opts.block_bytes = 24 << 10;
         opts.expected_groups = groups;
         const auto actual = group_by(keys, values(in.i32, in.u32, in.i64, in.f32, in.f64), query, opts);
-        const auto expected =
-            reference_group_by<bound>(std::span<const Key>(keys), std::span<const std::int32_t>(in.i32),
-                                      std::span<const std::uint32_t>(in.u32), std::span<const std::int64_t>(in.i64),
-                                      std::span<const float>(in.f32), std::span<const double>(in.f64));
+        const auto expected = matrix_reference<Key, Scheme>(keys, in);
         check_equal(actual, expected);
         CHECK(actual.stats.rows == rows);
         // SHARED again with its hot-key table for skewed keys (hash schemes: the sample's frequent

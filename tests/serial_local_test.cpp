@@ -16,16 +16,9 @@ namespace {
 template <class Key, class Scheme>
 void run_serial(std::mt19937_64& rng) {
   const auto query = all_aggregates_select<Scheme>();
-  using bound = bound_query<single_key<Key>, std::remove_const_t<decltype(query)>, std::int32_t, std::uint32_t,
-                            std::int64_t, float, double>;
-  struct shape {
-    std::size_t rows;
-    std::size_t groups;
-  };
-  const shape shapes[] = {{0, 1}, {1, 1}, {7, 3}, {999, 40}, {3 * 3072 + 17, 200}, {20011, 3000}};
   for (const auto strategy : {strategy_kind::workgroup_local, strategy_kind::shared}) {
     for (const std::uint32_t groups_per_cu : {1u, 3u}) {
-      for (const auto& [rows, groups] : shapes) {
+      for (const auto& [rows, groups] : matrix_shapes) {
         for (const auto d : all_distributions) {
           if (d == distribution::all_distinct && rows > 5000) continue;
           CAPTURE(strategy);
@@ -34,26 +27,13 @@ void run_serial(std::mt19937_64& rng) {
           CAPTURE(groups);
           CAPTURE(name(d));
           options opts;
-          const std::size_t wanted = d == distribution::all_distinct ? std::max<std::size_t>(rows, 1) : groups;
-          std::vector<Key> dictionary;
-          if constexpr (Scheme::is_identity) {
-            const auto n = static_cast<Key>(std::max<std::size_t>(wanted * 2, 8));
-            const Key lo = std::is_signed_v<Key> ? static_cast<Key>(-(n / 2)) : std::numeric_limits<Key>::max() - n + 1;
-            dictionary = key_dictionary<Key>(wanted, rng, false, lo, static_cast<Key>(lo + n - 1));
-            opts.domain = key_domain(lo, static_cast<Key>(lo + n - 1));
-          } else {
-            dictionary = key_dictionary<Key>(wanted, rng);
-          }
-          const auto keys = draw_keys(dictionary, rows, d, rng);
+          const auto keys = matrix_keys<Key, Scheme>(rows, groups, d, rng, opts);
           const auto in = matrix_values(rows, rng);
           opts.strategy = strategy;
           opts.config = launch_config{groups_per_cu, 1};
           opts.block_bytes = 24 << 10;
           opts.expected_groups = groups;
-          const auto expected =
-              reference_group_by<bound>(std::span<const Key>(keys), std::span<const std::int32_t>(in.i32),
-                                        std::span<const std::uint32_t>(in.u32), std::span<const std::int64_t>(in.i64),
-                                        std::span<const float>(in.f32), std::span<const double>(in.f64));
+          const auto expected = matrix_reference<Key, Scheme>(keys, in);
           const auto run = [&](const options& o) {
             const auto r = group_by(keys, values(in.i32, in.u32, in.i64, in.f32, in.f64), query, o);
             check_equal(r, expected);
