@@ -122,8 +122,7 @@ inline constexpr plan_regime generic_gpu[] = {
     {63, {4, 512}, {16, 256}, {4, 512}, {16, 256}, {4, 512}, {16, 256}, {4, 512}, {16, 256}}};
 // CPUs (PoCL): two work groups of one work item per core. A CPU runs a work group's items in
 // turn on one core, so one item a group needs no local atomics and reads a contiguous share of
-// the rows (kernel_variant::serial): WORKGROUPLOCAL's kernel took 18 ms against 121 at 4 x 512
-// over 2^24 rows of 2^10 groups on two cores, SHARED's 39 against 143 at 2^16 groups.
+// the rows (kernel_variant::serial; its measurements in docs/decisions.md).
 inline constexpr plan_regime generic_cpu[] = {
     {63, {2, 1}, {2, 1}, {2, 1}, {2, 1}, {2, 1}, {2, 1}, {2, 1}, {2, 1}}};
 

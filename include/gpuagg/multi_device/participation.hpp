@@ -15,10 +15,9 @@
 //
 // A CPU member also sits out any query in which a GPU member copies host input through its
 // staging buffers (a column in pageable memory): those copies run on the host's cores and
-// memory bus, which the CPU member's blocks take too, so both slow down. On an H200 beside
-// PoCL on its host's 16 cores, pageable input at 2^10 groups took 40.0 ms together against
-// the GPU's 22.1 alone, and 98.5 against 28.4 ms at 2^20; on pinned input, which the GPU's
-// DMA reads, the two took 16.6 against 21.0 ms at 2^10 groups.
+// memory bus, which the CPU member's blocks take too, so both slow down, the GPU more than
+// the CPU adds (docs/decisions.md). Pinned input, which the GPU's DMA reads, leaves them to
+// the CPU.
 
 #include <algorithm>
 #include <cstddef>
