@@ -344,6 +344,11 @@ class query_planner {
   std::uint32_t max_work_group_size(strategy_kind strategy) const {
     return max_work_group_size(kernel_variant{strategy});
   }
+  /// Whether a variant's kernel runs work groups of `size` work items on the device. One work
+  /// item always runs, so asking builds no program (reading a kernel's limit builds it).
+  bool runs_work_group_size(std::uint32_t size, const kernel_variant& variant) const {
+    return size <= 1 || size <= max_work_group_size(variant);
+  }
 
   /// Whether `params` suits this query (section 4.1's constraints): the work-group limits hold,
   /// and WORKGROUPLOCAL's local table or INDEPENDENT's private tables hold every group planned.

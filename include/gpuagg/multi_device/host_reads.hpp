@@ -49,6 +49,7 @@ class members_read_in_place {
   /// Member `i` reads `columns`.
   void add(const device_set& devices, std::size_t i, const std::vector<column_data>& columns) {
     context& member = devices[i];
+    if (stages_.size() <= i) stages_.resize(i + 1, false);
     for (const auto& c : columns) {
       const std::uint64_t bytes = std::uint64_t(c.rows) * c.element_size;
       if (c.host == nullptr || bytes == 0 || member.is_pinned(c.host, bytes)) continue;
@@ -57,14 +58,22 @@ class members_read_in_place {
         peer = j != i && devices[j].info().platform_name == member.info().platform_name &&
                devices[j].is_pinned(c.host, bytes);
       }
-      if (!reads_host_in_place(member.info(), peer)) continue;
+      if (!reads_host_in_place(member.info(), peer)) {
+        stages_[i] = true;
+        continue;
+      }
       member.register_pinned(c.host, bytes);
       registered_.emplace_back(&member, c.host);
     }
   }
 
+  /// Whether member `i` copies some column through host staging (pageable memory it neither
+  /// finds pinned nor reads in place).
+  bool stages(std::size_t i) const { return i < stages_.size() && stages_[i]; }
+
  private:
   std::vector<std::pair<context*, const void*>> registered_;
+  std::vector<bool> stages_;
 };
 
 }  // namespace gpuagg::detail

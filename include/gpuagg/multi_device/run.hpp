@@ -400,10 +400,7 @@ auto run_on_devices(const device_set& devices, const std::vector<column_data>& c
     std::vector<bool> cpu(n), stages(n);
     for (std::size_t i = 0; i < n; ++i) {
       cpu[i] = devices[i].info().architecture == "cpu";
-      for (const auto& c : columns) {
-        const std::uint64_t bytes = std::uint64_t(c.rows) * c.element_size;
-        stages[i] = stages[i] || (bytes > 0 && !devices[i].is_pinned(c.host, bytes));
-      }
+      stages[i] = in_place.stages(i);
     }
     std::vector<bool> narrowed = part;
     const auto beside = sit_out_beside_staging(cpu, stages);

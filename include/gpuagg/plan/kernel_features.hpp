@@ -86,7 +86,7 @@ inline kernel_variant query_planner::variant_for(const execution_params& params)
     return candidate;
   };
   const auto fits = [&](const kernel_variant& candidate) {
-    return params.config.work_group_size <= 1 || params.config.work_group_size <= max_work_group_size(candidate);
+    return runs_work_group_size(params.config.work_group_size, candidate);
   };
   kernel_variant v = with(false, false, false, false);
   v.run_cache = run_cache(params) && fits(with(true, false, false, false));

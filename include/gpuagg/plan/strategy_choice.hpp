@@ -55,9 +55,7 @@ inline launch_config query_planner::initial_config(strategy_kind strategy) const
 }
 
 inline launch_config query_planner::fitted(launch_config config, strategy_kind strategy) const {
-  if (config.work_group_size <= 1) return within_rows(config);  // every kernel runs one work item a group
-  const auto limit = max_work_group_size(strategy);
-  while (config.work_group_size > limit && config.work_group_size > 1) {
+  while (!runs_work_group_size(config.work_group_size, kernel_variant{strategy})) {
     // Keep the threads per compute unit: the shape matters less than the count (section 3.3).
     config.work_group_size /= 2;
     config.work_groups_per_cu *= 2;
@@ -167,7 +165,7 @@ inline plan_entry query_planner::entry_for(const device_info& device) {
 inline std::string query_planner::infeasibility(const execution_params& params, bool strict) const {
   const auto& config = params.config;
   if (config.work_group_size == 0 || config.work_groups_per_cu == 0) return "empty thread configuration";
-  if (config.work_group_size > 1 && config.work_group_size > max_work_group_size(params.strategy)) {
+  if (!runs_work_group_size(config.work_group_size, kernel_variant{params.strategy})) {
     return "work group size " + std::to_string(config.work_group_size) + " exceeds the " +
            std::to_string(max_work_group_size(params.strategy)) + " that " + std::string(to_string(params.strategy)) +
            "'s kernel allows on " + device_.name;
