@@ -151,6 +151,8 @@ dataset make_dataset(context& ctx, const settings& s, unsigned groups_log2) {
   d.vals.resize(d.rows);
   // Rows in parallel chunks, each from its own seeded generator: the same input every run.
   const gpuagg_bench::row_draw draw(domain, s.distribution);
+  // Periodic keys: row i holds key i % groups (round-robin ids), every key rows / groups times.
+  const bool periodic = s.distribution == "periodic";
   const unsigned threads = std::clamp(std::thread::hardware_concurrency(), 1u, 16u);
   {
     std::vector<std::jthread> pool;
@@ -161,7 +163,7 @@ dataset make_dataset(context& ctx, const settings& s, unsigned groups_log2) {
         const std::size_t end = d.rows * (t + 1) / threads;
         for (std::size_t i = begin; i < end; ++i) {
           const std::uint64_t r = rng();
-          d.keys[i] = static_cast<std::uint32_t>(draw.key(r));
+          d.keys[i] = static_cast<std::uint32_t>(periodic ? i & (domain - 1) : draw.key(r));
           d.vals[i] = static_cast<std::uint32_t>(1 + gpuagg_bench::row_draw::value(r));
         }
       });
@@ -530,7 +532,7 @@ int main(int argc, char** argv) {
   settings s;
   app.add_option("--rows-log2", s.rows_log2, "log2 of the number of rows");
   app.add_option("--groups-log2", s.groups_log2, "key domains as log2: 0:28:2 or 4,10,16");
-  app.add_option("--distribution", s.distribution, "uniform | zipf | heavy | sorted");
+  app.add_option("--distribution", s.distribution, "uniform | zipf | heavy | sorted | periodic (row i holds key i % groups)");
   app.add_option("--input", s.input, "device | pinned | pageable");
   app.add_option("--systems", s.systems, "default,oracle");
   app.add_option("--reps", s.reps, "timed queries per system after one untimed");

@@ -339,7 +339,9 @@ def targets(run):
     for g in even:
         ratio_row(t1, f"uniform 2^{g}", run.rate(run.get("device", "uniform", g, "default")),
                   run.rate(run.get("device", "uniform", g, "oracle")), 0.8, rates)
-    for dist in ("zipf", "heavy", "sorted"):
+    for dist in ("zipf", "heavy", "sorted", "periodic"):
+        if dist == "periodic" and not run.groups_log2("device", dist):
+            continue  # the periodic part was not run
         for g in five:
             ratio_row(t1, f"{dist} 2^{g}", run.rate(run.get("device", dist, g, "default")),
                       run.rate(run.get("device", dist, g, "oracle")), 0.8, rates)
@@ -368,12 +370,16 @@ def targets(run):
             ratio_row(t4, f"{input_} 2^{g}", run.rate(run.get(input_, "uniform", g, "default")),
                       run.rate(run.get(input_, "uniform", g, "oracle")), 0.9, rates)
         # Skewed keys where the host's estimate extrapolates its sample (suite part host-skew).
-        for dist in ("zipf", "heavy"):
+        for dist in ("zipf", "heavy", "periodic"):
+            if dist == "periodic" and not run.groups_log2(input_, dist):
+                continue
             for g in (16, 20, 24):
                 ratio_row(t4, f"{input_} {dist} 2^{g}", run.rate(run.get(input_, dist, g, "default")),
                           run.rate(run.get(input_, dist, g, "oracle")), 0.9, rates)
     t5 = "5. peak device memory <= input + 2x table"
-    for dist, gs in (("uniform", even), ("zipf", five), ("heavy", five), ("sorted", five)):
+    for dist, gs in (("uniform", even), ("zipf", five), ("heavy", five), ("sorted", five), ("periodic", five)):
+        if dist == "periodic" and not run.groups_log2("device", dist):
+            continue
         for g in gs:
             d = run.get("device", dist, g, "default")
             if not d:
@@ -1021,6 +1027,7 @@ def make_tables(res):
         "cold": lambda: table_cold(run),
         "skew": lambda: table_inputs(run, ["device"], ["zipf", "heavy", "sorted"], False),
         "host": lambda: table_inputs(run, ["pinned", "pageable"], ["uniform", "zipf", "heavy"], True),
+        "periodic": lambda: table_inputs(run, ["device", "pinned", "pageable"], ["periodic"], True),
         "composite": lambda: table_composite(run),
         "composite-narrow": lambda: table_composite(run, "narrow"),
         "scattered": lambda: table_scattered(run),
@@ -1045,7 +1052,7 @@ def make_tables(res):
     for name, make in makers.items():
         text = make()
         parts = {"default": "uniform, peers", "cold": "cold", "skew": "skew", "host": "host",
-                 "composite": "composite", "composite-narrow": "composite", "scattered": "scattered", "tpch": "tpch", "tpch-pyarrow": "tpch",
+                 "periodic": "periodic", "composite": "composite", "composite-narrow": "composite", "scattered": "scattered", "tpch": "tpch", "tpch-pyarrow": "tpch",
                  "baselines": "baselines", "values": "values", "space": "space", "bounds": "profile",
                  "replay": "replay", "replay-all": "replay", "ablation": "replay", "live": "live, live-filled", "queries": "live-queries",
                  "fill": "fill"}

@@ -17,6 +17,10 @@
 #   host          pinned and pageable host input at the same five group counts -> default.csv
 #   host-skew     pinned and pageable host input on zipf and 90% heavy-hitter keys at 2^16,20,24,
 #                 where the host's estimate extrapolates its sample  -> default.csv
+#   periodic      keys periodic in the row (row i holds key i % groups, round-robin ids), where
+#                 strided samples alias with the period: the default call and the oracle at
+#                 2^4,10,16,20,24 on device input (full sweep), at 2^16,20,24 on pinned and
+#                 pageable input (the host-skew part's sweep)      -> default.csv, sweep.csv
 #   composite     the default call and the oracle with two uint32 key columns, keys(a, b), at
 #                 2^10,16,20,24, device input, columns spread over 32 bits and of narrow
 #                 ranges (distribution "narrow") -> composite.csv, composite_sweep.csv
@@ -98,8 +102,8 @@ while (($#)); do
     *) echo "suite.sh: unknown argument $1 (--help)" >&2; exit 2 ;;
   esac
 done
-[[ $parts == all ]] && parts=uniform,skew,host,host-skew,composite,scattered,wide,tpch,cold,peers,baselines,values,space,replay,live,live-filled,live-queries,fill,profile
-known=",uniform,skew,host,host-skew,composite,scattered,wide,tpch,cold,peers,baselines,values,space,replay,live,live-filled,live-queries,fill,profile,"
+[[ $parts == all ]] && parts=uniform,skew,host,host-skew,periodic,composite,scattered,wide,tpch,cold,peers,baselines,values,space,replay,live,live-filled,live-queries,fill,profile
+known=",uniform,skew,host,host-skew,periodic,composite,scattered,wide,tpch,cold,peers,baselines,values,space,replay,live,live-filled,live-queries,fill,profile,"
 for p in ${parts//,/ }; do
   [[ $known == *",$p,"* ]] || { echo "suite.sh: unknown part $p (--help)" >&2; exit 2; }
 done
@@ -234,12 +238,12 @@ if has host; then
     merge default.csv $default_key "$tmp/h.csv"
   done
 fi
+host_skew_sweep="W:16x128,S:64x256,S:128x256,S:256x64"
 if has host-skew; then
   need groupby_bench
   # Skewed keys from host memory: the host's estimate at these group counts extrapolates its
   # 1/128 sample (a power law's fit for zipf, the hot key set aside for heavy hitters). The
   # oracle sweeps the four configurations that won the host part's group counts.
-  host_skew_sweep="W:16x128,S:64x256,S:128x256,S:256x64"
   for input in pinned pageable; do
     for dist in zipf heavy; do
       rm -f "$tmp/h.csv"
@@ -247,6 +251,20 @@ if has host-skew; then
         --distribution "$dist" --sweep "$host_skew_sweep" --reps 5 --interleave --csv "$tmp/h.csv"
       merge default.csv $default_key "$tmp/h.csv"
     done
+  done
+fi
+if has periodic; then
+  need groupby_bench
+  rm -f "$tmp/k.csv" "$tmp/ks.csv"
+  step 200 periodic_device "$bench" --rows-log2 "$rows" --groups-log2 "$five" --input device --distribution periodic \
+    --csv "$tmp/k.csv" --sweep-csv "$tmp/ks.csv" "${paired[@]}"
+  merge default.csv $default_key "$tmp/k.csv"
+  merge sweep.csv $sweep_key "$tmp/ks.csv"
+  for input in pinned pageable; do
+    rm -f "$tmp/h.csv"
+    step 150 "periodic_$input" "$bench" --rows-log2 "$rows" --groups-log2 "$(upto 16,20,24)" --input "$input" \
+      --distribution periodic --sweep "$host_skew_sweep" --reps 5 --interleave --csv "$tmp/h.csv"
+    merge default.csv $default_key "$tmp/h.csv"
   done
 fi
 if has composite; then

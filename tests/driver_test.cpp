@@ -147,8 +147,8 @@ TEST_CASE("device input: the key sample is read from the columns at their offset
       const auto keys = device_column<std::uint64_t>(k, rows, before);
       const auto vals = device_column<std::int64_t>(v, rows, before);
 
-      const std::size_t n = std::min<std::size_t>(rows, 1 << 14);
-      const std::size_t stride = rows / n;
+      const std::size_t n = detail::key_sample_size(rows);
+      const std::size_t stride = detail::key_sample_stride(rows, n);
       std::vector<std::uint64_t> sampled(n), next(n);
       for (std::size_t i = 0; i < n; ++i) {
         sampled[i] = in.keys[i * stride];

@@ -56,15 +56,16 @@ std::vector<std::uint32_t> dense_keys(std::size_t rows, std::uint64_t groups, di
 /// The estimate the driver makes, its stages (estimate_in_stages) run with the host's sketch
 /// standing in for the device's (they agree register for register, tested below).
 using detail::staged_estimate;
-/// The driver's key sample profiled: 16 Ki keys (fewer for fewer rows) evenly strided over
-/// `rows` rows and their right neighbours, `key_of(row)` being row `row`'s key word.
+/// The driver's key sample profiled: 16 Ki keys (fewer for fewer rows) a prime stride apart
+/// over `rows` rows (key_sample_stride) and their right neighbours, `key_of(row)` being row `row`'s key word.
 template <class KeyOf>
 detail::sample_profile profile_like_the_driver(const KeyOf& key_of, std::uint64_t rows) {
-  const std::uint64_t n = std::min<std::uint64_t>(rows, 1u << 14);
+  const std::uint64_t n = detail::key_sample_size(rows);
+  const std::uint64_t stride = detail::key_sample_stride(rows, n);
   std::vector<std::uint64_t> sample(n), next(n);
   for (std::uint64_t i = 0; i < n; ++i) {
-    sample[i] = key_of(i * (rows / n));
-    next[i] = key_of(std::min(i * (rows / n) + 1, rows - 1));
+    sample[i] = key_of(i * stride);
+    next[i] = key_of(std::min(i * stride + 1, rows - 1));
   }
   return detail::profile_sample(std::span<const std::uint64_t>(sample), std::span<const std::uint64_t>(next));
 }
@@ -393,14 +394,14 @@ TEST_CASE("the host's sketch counts the key sample's frequent keys in its sample
   const auto key_of = [&keys](std::uint64_t row) { return std::uint64_t{keys[row]}; };
   // The hot key, another key of a sampled row, and a key that is in no row.
   const std::uint64_t stride = 2;
-  std::uint64_t other = rows / 2;
-  while (keys[other] == 0) other += stride;
-  const std::vector<std::uint64_t> frequent{0, keys[other], std::uint64_t{1} << 40};
   const std::uint64_t sampled = rows / stride;
+  std::uint64_t other = sampled / 2;
+  while (keys[detail::sketch_row(other, stride)] == 0) ++other;
+  const std::vector<std::uint64_t> frequent{0, keys[detail::sketch_row(other, stride)], std::uint64_t{1} << 40};
   std::uint64_t frequent_rows = 0;
   std::set<std::uint64_t> present;
   for (std::uint64_t i = 0; i < sampled; ++i) {
-    const std::uint64_t key = keys[i * stride];
+    const std::uint64_t key = keys[detail::sketch_row(i, stride)];
     if (std::find(frequent.begin(), frequent.end(), key) != frequent.end()) {
       ++frequent_rows;
       present.insert(key);
@@ -447,7 +448,7 @@ TEST_CASE("the host's sketch reads runs of neighbouring rows where the key sampl
   CHECK(detail::host_sketch_run_log2 > 0);
 
   // A sketch in runs is the sketch of the rows it names, register for register: runs of 8
-  // neighbours, 8 strides apart, the last run inside the rows.
+  // neighbours, one in each 8 strides, placed within them, the last run inside the rows.
   const std::uint64_t seed = fresh_seed();
   CAPTURE(seed);
   std::mt19937_64 rng(seed);
@@ -471,7 +472,8 @@ TEST_CASE("the host's sketch reads runs of neighbouring rows where the key sampl
   CHECK_FALSE(outside.load());
   std::vector<std::uint32_t> named;
   for (std::uint64_t i = 0; i < n; ++i) {
-    const std::uint64_t row = (i >> run_log2) * (stride << run_log2) + (i & ((1u << run_log2) - 1));
+    const std::uint64_t row = detail::sketch_row(i, stride, run_log2);
+    CHECK(row / (stride << run_log2) == i >> run_log2);
     CHECK(read[row].load() == 1);
     named.push_back(keys[row]);
   }
@@ -479,10 +481,10 @@ TEST_CASE("the host's sketch reads runs of neighbouring rows where the key sampl
   CHECK(in_runs.registers == of_named.registers);
   CHECK(in_runs.sub_registers == of_named.sub_registers);
   CHECK(in_runs.linear_distinct == of_named.linear_distinct);
-  // Rows read beyond those: only the neighbour comparisons' pairs.
+  // Rows read beyond those: only the compared rows' right neighbours.
   std::uint64_t read_rows = 0;
   for (const auto& r : read) read_rows += r.load();
-  CHECK(read_rows <= n + 2 * in_runs.neighbour_pairs);
+  CHECK(read_rows <= n + in_runs.neighbour_pairs);
   CHECK(in_runs.neighbour_pairs > 0);
   // Independent rows repeat keys as often within a run as across runs: the runs are kept.
   CHECK_FALSE(in_runs.runs_rejected);
@@ -568,6 +570,171 @@ TEST_CASE("the host input's estimate at 2^27 and 2^28 rows, where the sample is 
         if (sorted && estimate.source == estimate_source::extrapolated) CHECK(estimate.relative_error == 0);
       }
     }
+  }
+}
+
+TEST_CASE("the key sample's stride: the largest prime at most rows / n, its rows inside the input") {
+  const auto prime = [](std::uint64_t p) {
+    if (p < 2) return false;
+    for (std::uint64_t d = 2; d * d <= p; ++d) {
+      if (p % d == 0) return false;
+    }
+    return true;
+  };
+  for (const std::uint64_t rows : {std::uint64_t{0}, std::uint64_t{1}, std::uint64_t{77}, std::uint64_t{16'384},
+                                   std::uint64_t{16'385}, std::uint64_t{40'000}, std::uint64_t{65'536},
+                                   std::uint64_t{250'000}, std::uint64_t{1} << 27, (std::uint64_t{1} << 36) + 5}) {
+    CAPTURE(rows);
+    const std::uint64_t n = detail::key_sample_size(rows);
+    CHECK(n == std::min<std::uint64_t>(rows, 16'384));
+    const std::uint64_t stride = detail::key_sample_stride(rows, n);
+    CAPTURE(stride);
+    if (n == 0) continue;
+    CHECK(stride >= 1);
+    CHECK(n * stride <= rows);
+    if (rows / n >= 2) {
+      CHECK(prime(stride));
+      for (std::uint64_t s = stride + 1; s <= rows / n; ++s) CHECK_FALSE(prime(s));
+    } else {
+      CHECK(stride == 1);
+    }
+  }
+  CHECK(detail::key_sample_stride(std::uint64_t{1} << 27, 16'384) == 8'191);
+}
+
+TEST_CASE("the key sample's neighbours tell a sample aliased with a period of the keys") {
+  // The rule: more unseen neighbours than the sample's keys seen once predict.
+  CHECK_FALSE(detail::sample_aliased(0, 0, 0, 16'384));
+  CHECK_FALSE(detail::sample_aliased(1024, 16, 0, 16'384));
+  CHECK(detail::sample_aliased(1024, 17, 0, 16'384));
+  CHECK_FALSE(detail::sample_aliased(1024, 300, 4'096, 16'384));  // 256 expected
+  CHECK(detail::sample_aliased(1024, 400, 4'096, 16'384));
+  // Samples of 16 Ki rows at a stride of 7 (as 2^17 rows take) with their right neighbours.
+  const std::uint64_t seed = fresh_seed();
+  CAPTURE(seed);
+  std::mt19937_64 rng(seed);
+  const std::uint64_t rows = std::uint64_t{1} << 17;
+  const std::uint64_t n = detail::key_sample_size(rows);
+  const std::uint64_t stride = detail::key_sample_stride(rows, n);
+  REQUIRE(stride == 7);
+  const auto profile_of = [&](const auto& key_of) {
+    std::vector<std::uint64_t> sample(n), next(n);
+    for (std::uint64_t i = 0; i < n; ++i) {
+      sample[i] = key_of(i * stride);
+      next[i] = key_of(i * stride + 1);
+    }
+    return detail::profile_sample(std::span<const std::uint64_t>(sample), std::span<const std::uint64_t>(next));
+  };
+  // A period of 7 rows (days of the week) or of 700: the sample sees one key, or 100, each many
+  // times, and every neighbour another.
+  for (const std::uint64_t period : {std::uint64_t{7}, std::uint64_t{700}}) {
+    CAPTURE(period);
+    const auto aliased = profile_of([&](std::uint64_t row) { return seeded_mix(row % period, seed); });
+    CHECK(aliased.distinct == period / 7);
+    CHECK(aliased.neighbours_checked == 1024);
+    CHECK(aliased.neighbours_unseen == 1024);
+    CHECK(aliased.aliased);
+    CHECK(aliased.keys.empty());
+    CHECK(aliased.frequent.empty());
+    CHECK(aliased.hottest_key_share == 0.0);
+    // The estimate goes past stage 1 to the sketches, whose rows are drawn within each stride.
+    const auto estimate = estimate_like_the_driver([&](std::uint64_t row) { return seeded_mix(row % period, seed); },
+                                                   rows, true);
+    CHECK(estimate.source != estimate_source::sample);
+    CHECK(double(estimate.groups) >= double(period) / 2);
+    CHECK(double(estimate.groups) <= double(period) * 2);
+  }
+  // Shuffled keys over 300 groups, heavy hitters, keys in sorted runs, and a period of 8 (which
+  // the prime stride sees whole): not aliased, and stage 1 decides.
+  const auto uniform = key_dictionary<std::uint64_t>(300, rng);
+  std::vector<std::uint64_t> shuffled(rows), heavy(rows);
+  for (auto& k : shuffled) k = uniform[rng() % uniform.size()];
+  for (auto& k : heavy) k = rng() % 10 < 9 ? 0 : uniform[rng() % uniform.size()];
+  const auto sorted = [&](std::uint64_t row) { return row * 300 / rows; };
+  for (const auto& [name_shown, profile] :
+       {std::pair{"uniform", profile_of([&](std::uint64_t row) { return shuffled[row]; })},
+        std::pair{"heavy", profile_of([&](std::uint64_t row) { return heavy[row]; })},
+        std::pair{"sorted", profile_of(sorted)},
+        std::pair{"period 8", profile_of([&](std::uint64_t row) { return row % 8; })}}) {
+    CAPTURE(name_shown);
+    CHECK(profile.neighbours_checked == 1024);
+    CHECK_FALSE(profile.aliased);
+    CHECK_FALSE(profile.keys.empty());
+    CHECK(detail::estimate_from_frequencies(profile.sample_size, profile.distinct, profile.once, profile.twice, rows)
+              .has_value());
+  }
+}
+
+TEST_CASE("keys periodic in the row (row % G): the estimate within 2x of G at 2^27 rows, host and device input") {
+  // Round-robin ids: every row's key is its row's place in a period of G rows, as dense ids
+  // 0..G-1 or as scattered ones. A sample at a power-of-two stride that shares factors with G
+  // sees a fraction of the keys: before the key sample's prime stride and the sketches' rows
+  // drawn within each stride, 2^20 groups were estimated at 128 (device input) and 2^24 at
+  // 2,048. Keys made on the fly, as above.
+  const std::uint64_t seed = fresh_seed();
+  CAPTURE(seed);
+  const std::uint64_t rows = std::uint64_t{1} << 27;
+  for (const std::uint64_t groups : {std::uint64_t{1} << 10, std::uint64_t{1} << 12, std::uint64_t{1} << 16,
+                                     std::uint64_t{1} << 20, std::uint64_t{1} << 24, std::uint64_t{1'000'000},
+                                     std::uint64_t{3} << 16, std::uint64_t{8'191} * 3}) {
+    for (const bool scattered : {false, true}) {
+      for (const bool host_input : {true, false}) {
+        CAPTURE(groups);
+        CAPTURE(scattered);
+        CAPTURE(host_input);
+        const auto key_of = [&](std::uint64_t row) -> std::uint64_t {
+          return scattered ? seeded_mix(row % groups, seed) : row % groups;
+        };
+        const auto estimate = estimate_like_the_driver(key_of, rows, host_input);
+        CAPTURE(to_string(estimate.source));
+        CAPTURE(estimate.groups);
+        CHECK(double(estimate.groups) >= double(groups) / 2);
+        CHECK(double(estimate.groups) <= double(groups) * 2);
+      }
+    }
+  }
+}
+
+TEST_CASE("keys periodic in the row: group_by exact, its table sized within 2x at the start and never grown, host and device input") {
+  // 2^23 + 77 rows: the device's strided sketch reads one row in each two (device_sketch_rows),
+  // placed by the kernel as the host's sketch places it: the device's estimate must be the
+  // host's of the same rows. Periods of 2^12 and 2^20 rows, and 3 x 509, a multiple of the key
+  // sample's stride at these rows: the sample sees 3 keys, its rows' neighbours 3 others.
+  const std::uint64_t seed = fresh_seed();
+  CAPTURE(seed);
+  const std::size_t rows = (std::size_t{1} << 23) + 77;
+  REQUIRE(detail::key_sample_stride(rows, detail::key_sample_size(rows)) == 509);
+  auto [v] = columns<1>;
+  const std::vector<std::uint32_t> values(rows, 1);
+  cl::Buffer values_dev = ctx().buffer(rows * 4, "values");
+  cl::Buffer keys_dev = ctx().buffer(rows * 4, "keys");
+  REQUIRE(ctx().compute_queue().enqueueWriteBuffer(values_dev, CL_TRUE, 0, rows * 4, values.data()) == CL_SUCCESS);
+  for (const std::uint64_t period : {std::uint64_t{1} << 12, std::uint64_t{1} << 20, std::uint64_t{509} * 3}) {
+    CAPTURE(period);
+    std::vector<std::uint32_t> keys(rows);
+    for (std::size_t row = 0; row < rows; ++row) keys[row] = static_cast<std::uint32_t>(seeded_mix(row % period, seed));
+    REQUIRE(ctx().compute_queue().enqueueWriteBuffer(keys_dev, CL_TRUE, 0, rows * 4, keys.data()) == CL_SUCCESS);
+    const auto on_device = group_by(device_column<std::uint32_t>(keys_dev, rows),
+                                    device_column<std::uint32_t>(values_dev, rows), select(sum(v)));
+    const auto on_host = group_by(keys, values, select(sum(v)));
+    const auto truth = exact_distinct(keys);
+    for (const auto* r : {&on_device, &on_host}) {
+      CAPTURE(r == &on_device);
+      CAPTURE(r->stats.expected_groups);
+      CAPTURE(to_string(r->stats.estimate_source));
+      REQUIRE(r->size() == truth);
+      std::uint64_t total = 0;
+      for (const auto s : r->column<0>()) total += s;
+      CHECK(total == rows);
+      CHECK(double(r->stats.expected_groups) >= double(truth) / 2);
+      CHECK(double(r->stats.expected_groups) <= double(truth) * 2);
+      CHECK(r->stats.table_growths == 0);
+    }
+    // The device's sketch reads strided rows, never runs.
+    const auto host = estimate_like_the_driver([&keys](std::uint64_t row) { return std::uint64_t{keys[row]}; }, rows,
+                                               false, nullptr, false);
+    CHECK(on_device.stats.estimate_source == host.source);
+    CHECK(on_device.stats.expected_groups == host.groups);
   }
 }
 

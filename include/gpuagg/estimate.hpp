@@ -7,7 +7,7 @@
 //   1. the key sample's frequencies (16 Ki keys): Chao1's estimate from them when the sample has
 //      seen nearly every group (few keys seen once), or when Chao's variance gives it a small
 //      error and the sample shows no power law;
-//   2. two HyperLogLog sketches of a large strided sample (every sampled row, and every fourth),
+//   2. two HyperLogLog sketches of a large strided sample (every sampled row, and a quarter),
 //      fitted by the number of distinct keys a sample of n rows draws from G equally likely
 //      groups, G (1 - e^{-n/G}), after the sample's frequent keys are set aside; accepted when
 //      both sample sizes fit one G and the sample repeats keys (the fit then determines G);
@@ -158,21 +158,47 @@ inline constexpr auto sketch_cl_source = concat(
     to_hex_fixed_string<sketch_mul1, 16>(), fixed_string{"UL;\n  h ^= h >> 33;\n  h *= "},
     to_hex_fixed_string<sketch_mul2, 16>(), fixed_string{"UL;\n  h ^= h >> 33;\n  return h;\n}\n"});
 
-/// Where in stride i the sketch compares a row with its right neighbour: a multiplicative hash
-/// of i, anywhere in the stride. At a fixed place, keys in runs whose length divides the stride
-/// would show every compared row at the same place in its run: each neighbour equal (or each
-/// one different), and the runs bound off by the run length. The sketched rows themselves keep
-/// a constant stride, which the hardware prefetches; the comparison's two extra reads, cache
-/// misses, are made in one stride of compare_every(n): about 2^14 pairs, enough for the bound.
-constexpr std::uint64_t sample_offset(std::uint64_t i, std::uint64_t stride) noexcept {
-  return stride > 1 ? ((i * 0x9E3779B97F4A7C15ULL) >> 32) % stride : 0;
+/// Where sampled row i lies within its stride (a stride of `span` rows): a hash of i scaled to
+/// [0, span). At a fixed place, a stride that shares factors with a period of the keys
+/// (row % G, round-robin ids) sees a fraction of them, each many times: 2^27 rows of row % 2^20
+/// sketched 32 rows apart show 2^15 keys. Drawn within each stride, the rows repeat keys about
+/// as often as a random sample of as many rows, whatever the period, and each still lies in its
+/// own stride's cache lines: the sketch reads as many sectors as at a fixed place. The hash
+/// mixes its bits (two multiplies, as splitmix64's finalizer): a Weyl sequence (i times the
+/// golden ratio) spreads the rows of one place in the period more evenly than chance, and the
+/// host's extrapolation, which reads the sample's repeats, put 2^24 groups at every row. The
+/// rows compared with their right neighbour (every compare_every(n)-th) are placed so too: at a
+/// fixed place, keys in runs whose length divides the stride would show each compared row at
+/// the same place in its run. Spans up to 2^32 rows.
+constexpr std::uint64_t sample_mix(std::uint64_t i) noexcept {
+  std::uint64_t h = i * 0x9E3779B97F4A7C15ULL;
+  h ^= h >> 29;
+  h *= 0xBF58476D1CE4E5B9ULL;
+  return h ^ (h >> 32);
+}
+constexpr std::uint64_t stride_offset(std::uint64_t i, std::uint64_t span) noexcept {
+  return ((sample_mix(i) >> 32) * span) >> 32;
+}
+/// Whether sampled row i is in the sub-sample (a quarter of the sample): one of each four in
+/// turn, which one by a hash of the four's index. Every fourth row alone would alias as a fixed
+/// place does: with keys row % G its rows hold a quarter of the keys, and stage 2 rejected
+/// every fit.
+constexpr bool in_sub_sample(std::uint64_t i) noexcept { return (i & 3) == (sample_mix(i >> 2) & 3); }
+/// Row i of a sketch of rows `stride` apart, in runs of 2^run_log2 neighbours (one run a
+/// stride of 2^run_log2 strides): the run placed within its stride at a multiple of its length,
+/// so that a run of 8 64-bit keys stays one cache line, the row within the run.
+constexpr std::uint64_t sketch_row(std::uint64_t i, std::uint64_t stride, unsigned run_log2 = 0) noexcept {
+  const std::uint64_t run = i >> run_log2;
+  return ((run * stride + stride_offset(run, stride)) << run_log2) + (i & ((std::uint64_t{1} << run_log2) - 1));
 }
 constexpr std::uint64_t compare_every(std::uint64_t n) noexcept {
   return std::clamp<std::uint64_t>(n >> 14, 1, 64);
 }
-inline constexpr auto sample_offset_cl_source = fixed_string{
-    "inline ulong gpuagg_sample_offset(ulong i, ulong stride) {\n"
-    "  return stride > 1ul ? ((i * 0x9E3779B97F4A7C15UL) >> 32) % stride : 0ul;\n}\n"
+inline constexpr auto stride_offset_cl_source = fixed_string{
+    "inline ulong gpuagg_sample_mix(ulong i) {\n"
+    "  ulong h = i * 0x9E3779B97F4A7C15UL;\n  h ^= h >> 29;\n  h *= 0xBF58476D1CE4E5B9UL;\n  return h ^ (h >> 32);\n}\n"
+    "inline ulong gpuagg_stride_offset(ulong i, ulong span) { return ((gpuagg_sample_mix(i) >> 32) * span) >> 32; }\n"
+    "inline bool gpuagg_in_sub_sample(ulong i) { return (i & 3ul) == (gpuagg_sample_mix(i >> 2) & 3ul); }\n"
     "inline ulong gpuagg_compare_every(ulong n) { return clamp(n >> 14, 1ul, 64ul); }\n"};
 
 /// Ertl's improved raw estimator over the register histogram (his Algorithm 6).
@@ -228,7 +254,7 @@ struct sketch_evidence {
   std::uint64_t rows = 0;         ///< rows of the input
   std::uint64_t sample_rows = 0;  ///< rows the first sketch saw
   double sample_distinct = 0;     ///< its estimate
-  std::uint64_t sub_rows = 0;     ///< rows the second sketch saw (every fourth of the sample)
+  std::uint64_t sub_rows = 0;     ///< rows the second sketch saw (a quarter of the sample: in_sub_sample)
   double sub_distinct = 0;        ///< its estimate
   std::uint64_t neighbour_pairs = 0;  ///< sampled rows whose right neighbour was compared
   std::uint64_t neighbour_equal = 0;  ///< ... and had the same key
@@ -310,6 +336,27 @@ inline std::optional<frequency_estimate> estimate_from_frequencies(std::uint64_t
   if (relative_error > sample_max_relative_error) return std::nullopt;
   return frequency_estimate{groups, relative_error};
 }
+
+/// Whether the key sample's keys fail to predict its rows' right neighbours: of `checked`
+/// neighbours, `unseen` hold a key the sample never saw, where Good-Turing expects about
+/// checked x f1 / n of them (f1 keys seen once in n rows: the chance that a further draw is a
+/// key not yet seen), with a margin of four standard deviations and 16. A sample whose stride
+/// shares factors with a period of the keys (every G-th row holds the same key) sees a few keys
+/// many times, and every neighbour holds another: stage 1 would decide for those few. Its
+/// frequencies then say nothing of the input's (estimate_in_stages goes on to the sketches,
+/// whose rows are drawn within each stride). Neighbours are no independent draws: in runs or
+/// clusters they hold the row's own key, seen, so such input passes; where they differ by
+/// design (rows alternating between two sets of keys at an even stride) the sample is aliased
+/// as well.
+inline bool sample_aliased(std::uint64_t checked, std::uint64_t unseen, std::uint64_t once,
+                           std::uint64_t sample_rows) noexcept {
+  if (checked == 0 || sample_rows == 0) return false;
+  const double expected = double(checked) * double(once) / double(sample_rows);
+  return double(unseen) > expected + 4.0 * std::sqrt(expected) + 16.0;
+}
+/// Neighbours sample_aliased looks at: spread over the sample, a probe each of its counting
+/// table (a few microseconds).
+inline constexpr std::uint64_t aliasing_checks = 1024;
 
 /// Whether the strided sample's sketches take byte registers (32 KiB of device memory) instead
 /// of 32-bit ones (128 KiB): where the key sample's frequencies bound the groups below 2^13
@@ -684,7 +731,7 @@ std::optional<staged_estimate> sorted_input_groups(const Profile& profile, std::
 }
 
 /// The group estimate of `rows` rows, stage by stage: the key sample's frequencies (`profile`: a
-/// sample_profile); else stage 2 on sketches of strided samples, `sketch(stride, n, last,
+/// sample_profile) or its dense range, unless its neighbours show it aliased (sample_aliased); else stage 2 on sketches of strided samples, `sketch(stride, n, last,
 /// frequent)` giving the sketch of n rows `stride` apart (on the host: host_first_sketch_rows
 /// where the key sample repeats keys, then host_sketch_rows where that does not decide; on the
 /// device: device_sketch_rows); else for host input the extrapolation of the last sample, for device
@@ -702,11 +749,14 @@ std::optional<staged_estimate> sorted_input_groups(const Profile& profile, std::
 template <class Profile, class Sketch, class SketchEvery>
 staged_estimate estimate_in_stages(const Profile& profile, std::uint64_t rows, bool host_input, const Sketch& sketch,
                                    const SketchEvery& sketch_every) {
-  if (const auto from_sample = estimate_from_frequencies(profile.sample_size, profile.distinct, profile.once,
-                                                         profile.twice, rows, power_law_sample(profile.frequent))) {
+  if (const auto from_sample = profile.aliased ? std::nullopt
+                                               : estimate_from_frequencies(profile.sample_size, profile.distinct,
+                                                                           profile.once, profile.twice, rows,
+                                                                           power_law_sample(profile.frequent))) {
     return {std::max<std::uint64_t>(from_sample->groups, 1), estimate_source::sample, from_sample->relative_error};
   }
-  if (const auto range = dense_range_groups(profile.sample_size, profile.distinct, profile.box.keys())) {
+  if (const auto range = profile.aliased ? std::nullopt
+                                         : dense_range_groups(profile.sample_size, profile.distinct, profile.box.keys())) {
     return {*range, estimate_source::sample};
   }
   if (const auto sorted = sorted_input_groups(profile, rows)) return *sorted;
@@ -775,8 +825,8 @@ staged_estimate estimate_in_stages(const Profile& profile, std::uint64_t rows, b
 
 // ---- the host's sketch (host input) ------------------------------------------------------------
 
-/// Sketches of rows first, first + stride, ... (n rows) of `keys` (a table word per key), with
-/// the sub-sketch of every fourth and the right-neighbour comparison, on up to `threads` host
+/// Sketches of n rows of `keys`, one in each stride (sketch_row), a table word per key, with
+/// the sub-sketch of a quarter (in_sub_sample) and the right-neighbour comparison, on up to `threads` host
 /// threads (each sketches a share; the registers merge by maximum). The device's kernel
 /// (kernels/estimate.hpp: gpuagg_sketch) computes the same registers.
 struct host_sketch {
@@ -870,10 +920,10 @@ struct no_prefetch {
 /// Rows a sketching thread asks the cache for ahead of the one it hashes (its `prefetch`).
 inline constexpr std::uint64_t sketch_prefetch_rows = 32;
 
-/// The sketches of rows 0, stride, ... (n of them) of `rows` (in runs of 2^run_log2 neighbours,
-/// 2^run_log2 strides apart: host_sketch_run_rows_log2), each row's key word given by
-/// `load(row)` (a 64-bit value: the table word of a key); in every compare_every(n)-th stride
-/// the row that sample_offset places is compared with its right neighbour; with
+/// The sketches of n rows of `rows`, one in each stride of `stride` rows (in runs of 2^run_log2
+/// neighbours, one in each 2^run_log2 strides: host_sketch_run_rows_log2), each row's key word given by
+/// `load(row)` (a 64-bit value: the table word of a key), each run placed within its stride
+/// (sketch_row); every compare_every(n)-th row is compared with its right neighbour; with
 /// `linear_count`, also the linear count of the keys (host_sketch::linear_distinct) and the rows
 /// of the `frequent` key words (host_sketch::frequent). `prefetch(row)`
 /// asks for a row's key sketch_prefetch_rows strides ahead: the strided rows lie on distinct
@@ -884,6 +934,9 @@ host_sketch sketch_host_rows(const Load& load, std::uint64_t rows, std::uint64_t
                              unsigned threads, const Prefetch& prefetch = {}, bool linear_count = true,
                              std::span<const std::uint64_t> frequent = {}, unsigned run_log2 = 0) {
   run_log2 = std::min(run_log2, host_sketch_run_log2);  // a run's keys fit the thread's arrays
+  // Runs of whole strides only: a last run cut short would still be placed within its whole
+  // stride, past the rows.
+  if (stride > 1 && (n & ((std::uint64_t{1} << run_log2) - 1)) != 0) run_log2 = 0;
   // Down to 2^14 keys a thread: its fixed cost (a wake-up, up to 640 KiB of scratch to clear)
   // stays under a tenth of its keys' cache misses, and the first host sketch (2^18 keys) still
   // spreads over 16 threads. The threads are the process's copy pool (runtime/host_copy.hpp),
@@ -939,10 +992,16 @@ host_sketch sketch_host_rows(const Load& load, std::uint64_t rows, std::uint64_t
     // The next i that is a multiple of `every`, counted instead of divided for: a 64-bit
     // division per key would cost more than the key's cache miss.
     std::uint64_t next_compare = (first + every - 1) / every * every;
+    std::uint64_t sub_pick = 0;
     const std::uint64_t run_mask = (std::uint64_t{1} << run_log2) - 1;
-    const std::uint64_t run_stride = stride << run_log2;
-    const auto row_of = [&](std::uint64_t i) { return (i >> run_log2) * run_stride + (i & run_mask); };
-    const std::uint64_t ahead = sketch_prefetch_rows << run_log2;
+    // Each run's first row (sketch_row), a hash each, made once when its prefetch is asked for
+    // sketch_prefetch_rows runs ahead and kept in a ring until the run is read.
+    std::array<std::uint64_t, sketch_prefetch_rows> starts{};
+    const auto start_of = [&](std::uint64_t run) { return sketch_row(run << run_log2, stride, run_log2); };
+    for (std::uint64_t run = first >> run_log2; run < (first >> run_log2) + sketch_prefetch_rows; ++run) {
+      starts[run % sketch_prefetch_rows] = start_of(run);
+    }
+    std::uint64_t start = 0;
     // Runs are compared in pairs, one pair in sketch_run_check_every runs (whole runs of this
     // thread's only): the first run's keys, then the second's so far.
     std::array<std::uint64_t, std::size_t{1} << host_sketch_run_log2> run_keys{}, last_keys{};
@@ -950,8 +1009,16 @@ host_sketch sketch_host_rows(const Load& load, std::uint64_t rows, std::uint64_t
     std::uint64_t within_pairs = 0, within_equal = 0, across_pairs = 0, across_equal = 0;
     const std::uint64_t run_rows = run_mask + 1;
     for (std::uint64_t i = first; i < end; ++i) {
-      const std::uint64_t row = row_of(i);
-      if ((i & run_mask) == 0 && i + ahead < end) prefetch(row_of(i + ahead));
+      if ((i & run_mask) == 0 || i == first) {
+        const std::uint64_t run = i >> run_log2;
+        start = starts[run % sketch_prefetch_rows];
+        const std::uint64_t ahead = run + sketch_prefetch_rows;
+        if ((ahead << run_log2) < end) {
+          starts[ahead % sketch_prefetch_rows] = start_of(ahead);
+          prefetch(starts[ahead % sketch_prefetch_rows]);
+        }
+      }
+      const std::uint64_t row = start + (i & run_mask);
       const std::uint64_t bits = load(row);
       if (run_log2 > 0) {
         const std::uint64_t at = i & run_mask;
@@ -974,7 +1041,8 @@ host_sketch sketch_host_rows(const Load& load, std::uint64_t rows, std::uint64_t
         const std::uint64_t bit = hash & (sketch_scratch::bitmap_words * 64 - 1);
         bitmap[bit / 64] |= std::uint64_t{1} << (bit % 64);
       }
-      if (i % 4 == 0) sub_registers[slot.index] = std::max(sub_registers[slot.index], slot.rank);  // the sub-sample
+      if ((i & 3) == 0 || i == first) sub_pick = sample_mix(i >> 2) & 3;  // in_sub_sample, a hash per four
+      if ((i & 3) == sub_pick) sub_registers[slot.index] = std::max(sub_registers[slot.index], slot.rank);
       if (count_frequent) {
         // Most rows end at their home slot, without a branch: a hit, or an empty slot (the set
         // is at most a quarter full); others probe on.
@@ -993,9 +1061,9 @@ host_sketch sketch_host_rows(const Load& load, std::uint64_t rows, std::uint64_t
       }
       if (i == next_compare) {
         next_compare += every;
-        if (const std::uint64_t at = row + sample_offset(i, stride); at + 1 < rows) {
+        if (row + 1 < rows) {
           ++pairs[t];
-          equal[t] += load(at + 1) == load(at) ? 1 : 0;
+          equal[t] += load(row + 1) == bits ? 1 : 0;
         }
       }
     }

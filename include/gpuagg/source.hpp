@@ -34,7 +34,7 @@ inline constexpr auto program_source = detail::concat(
 /// gpuagg_sketch_words; kernels/key_range.hpp: gpuagg_key_range).
 template <class Key>
 inline constexpr auto sample_program_source =
-    detail::concat(detail::kernels::header, Key::cl_source, detail::sketch_cl_source, detail::sample_offset_cl_source,
+    detail::concat(detail::kernels::header, Key::cl_source, detail::sketch_cl_source, detail::stride_offset_cl_source,
                    detail::kernels::sketch_kernels, detail::kernels::key_range_kernel);
 
 /// program_source for a strategy chosen at run time.

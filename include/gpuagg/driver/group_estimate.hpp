@@ -17,14 +17,15 @@
 
 namespace gpuagg {
 
-/// The key sample: 16 Ki keys, strided over the input, then each one's right neighbour.
+/// The key sample (driver/key_sample.hpp: key_sample_stride): 16 Ki keys, a prime stride
+/// apart, then each one's right neighbour.
 template <class Bound>
 auto aggregation_driver<Bound>::sample_keys() -> std::vector<bits_type> {
   const auto& key = columns_.front();
-  const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(rows_, 1u << 14));
+  const auto n = static_cast<std::size_t>(detail::key_sample_size(rows_));
   std::vector<bits_type> sample(2 * n);
   if (n == 0) return sample;
-  const std::uint64_t stride = rows_ / n;
+  const std::uint64_t stride = detail::key_sample_stride(rows_, n);
   if (!on_device_) {
     const auto hosts = host_key_columns();
     for (std::size_t i = 0; i < n; ++i) {
@@ -101,7 +102,8 @@ auto aggregation_driver<Bound>::estimate_groups(const detail::sample_profile& pr
   const auto sketch = [&](std::uint64_t stride, std::uint64_t n, bool last, bool count_frequent) {
     if (on_device_) {
       return sketch_on_device(device_key_columns(), false, key.offset, stride, n, key.offset + rows_, true,
-                              detail::byte_sketch_registers(profile.distinct, profile.once, profile.twice));
+                              !profile.aliased &&
+                                  detail::byte_sketch_registers(profile.distinct, profile.once, profile.twice));
     }
     const unsigned threads = opts_.copy_threads ? opts_.copy_threads
                                                 : std::clamp(std::thread::hardware_concurrency(), 1u, 16u);

@@ -56,6 +56,14 @@ struct sample_profile {
   /// Every distinct key (bits) where the sample holds at most max_sample_keys of them, in no
   /// particular order (else empty): WORKGROUPLOCAL's perfect local table is built from them.
   std::vector<std::uint64_t> keys;
+  /// Where the sample holds at most max_sample_keys keys, up to aliasing_checks right
+  /// neighbours looked up among them, and those whose key the sample never saw. `aliased`:
+  /// more than the sample's own frequencies predict (estimate.hpp: sample_aliased). The
+  /// sample's frequencies then say nothing of the input's: no frequent keys, no keys, no
+  /// hottest key's share are kept, and the group estimate skips stage 1.
+  std::uint64_t neighbours_checked = 0;
+  std::uint64_t neighbours_unseen = 0;
+  bool aliased = false;
 
   frequent_keys_summary frequent_summary() const {
     frequent_keys_summary summary;
@@ -76,6 +84,36 @@ struct sample_profile {
 };
 inline constexpr std::size_t max_frequent_keys = 4096;
 inline constexpr std::size_t max_sample_keys = 4096;
+
+/// The key sample: min(rows, key_sample_rows) rows, rows 0, s, 2s, ... with s =
+/// key_sample_stride(rows, n), each with its right neighbour.
+inline constexpr std::uint64_t key_sample_rows = std::uint64_t{1} << 14;
+inline constexpr std::uint64_t key_sample_size(std::uint64_t rows) noexcept { return std::min(rows, key_sample_rows); }
+
+/// The key sample's stride: the largest prime at most rows / n. A stride that shares factors
+/// with a period of the keys (row % G, round-robin ids) sees a fraction of them, each many
+/// times, and the first stage then decides for that fraction: 2^27 rows of row % 2^20 at the
+/// stride of 2^13 showed 128 keys, 128 times each, and the query ran its first blocks on a
+/// table for 128 groups (216 against 3.3 ms on an H200, decisions.md). A prime stride shares no
+/// factor with any period but its own multiples. The rows cannot be drawn within each stride as
+/// the sketches' are (estimate.hpp: stride_offset): the device reads the sample in one rectangle
+/// read per column, whose rows lie a constant pitch apart, with no kernel and no device buffer.
+/// Trial division: a few thousand divisions at most, for 2^36 rows.
+constexpr std::uint64_t key_sample_stride(std::uint64_t rows, std::uint64_t n) noexcept {
+  if (n == 0) return 1;
+  const auto prime = [](std::uint64_t p) {
+    if (p < 4) return p >= 2;
+    if (p % 2 == 0) return false;
+    for (std::uint64_t d = 3; d * d <= p; d += 2) {
+      if (p % d == 0) return false;
+    }
+    return true;
+  };
+  std::uint64_t stride = std::max<std::uint64_t>(rows / n, 1);
+  if (stride <= 2) return stride;
+  while (!prime(stride)) --stride;
+  return stride;
+}
 
 /// profile_sample's working memory, one per thread and key width, kept between queries: a
 /// flat table of (key, count) slots, the slots in use, and each sampled row's slot.
@@ -204,6 +242,18 @@ sample_profile profile_sample(std::span<const Bits> sample, std::span<const Bits
     profile.neighbour_differ = differ;
     profile.ordered = rising || falling;
   }
+  // Aliasing: neighbours spread over the sample, each looked up in the counting table (while
+  // it still counts). A table of a few thousand keys is in the cache.
+  if (neighbours.size() == sample.size() && used.size() <= max_sample_keys) {
+    const std::size_t step = std::max<std::size_t>(1, sample.size() / aliasing_checks);
+    for (std::size_t i = 0; i < sample.size(); i += step) {
+      const Bits key = neighbours[i];
+      std::size_t at = home(key);
+      while (table[at].count != 0 && table[at].key != key) at = (at + 1) & mask;
+      ++profile.neighbours_checked;
+      profile.neighbours_unseen += table[at].count == 0 ? 1 : 0;
+    }
+  }
   // One pass over the used slots (each a cache miss in a table larger than the caches' share):
   // the counts' statistics, the keys, the frequent keys, and the slot cleared.
   std::uint32_t top = 0;
@@ -232,6 +282,14 @@ sample_profile profile_sample(std::span<const Bits> sample, std::span<const Bits
   profile.hottest_key_share = double(top) / double(sample.size());
   profile.hottest_key = static_cast<std::uint64_t>(hottest);
   profile.box = box.box();
+  profile.aliased =
+      sample_aliased(profile.neighbours_checked, profile.neighbours_unseen, profile.once, profile.sample_size);
+  if (profile.aliased) {
+    profile.keys.clear();
+    profile.frequent.clear();
+    profile.hottest_key_share = 0;
+    return profile;
+  }
   const auto by_count = [](const auto& a, const auto& b) {
     return a.second != b.second ? a.second > b.second : a.first < b.first;
   };

@@ -12,12 +12,12 @@
 namespace gpuagg::detail::kernels {
 
 inline constexpr fixed_string sketch_kernels{R"CLC(
-// The group estimate's sketches (estimate.hpp): the keys of rows first, first + stride, ...
-// (n rows) raise HyperLogLog registers [0, 2^P) of regs to their rank. With `sampled` set (a
-// strided sample), every fourth of them also raises regs[2^P, 2^(P+1)) (the smaller sample),
-// and in every gpuagg_compare_every(n)-th stride a row that gpuagg_sample_offset places (as the
-// host's sketch does) is compared with its right neighbour (below rows_end): counts[0] += pairs,
-// counts[1] += equal.
+// The group estimate's sketches (estimate.hpp): the keys of n rows from row `first`, one in
+// each stride of `stride` rows, placed within it by gpuagg_stride_offset (as the host's sketch
+// places them: sketch_row), raise HyperLogLog registers [0, 2^P) of regs to their rank. With
+// `sampled` set (a strided sample), a quarter of them (gpuagg_in_sub_sample) also raises
+// regs[2^P, 2^(P+1)) (the smaller sample), and every gpuagg_compare_every(n)-th is compared with its right neighbour
+// (below rows_end): counts[0] += pairs, counts[1] += equal.
 // A register is a 32-bit word, raised by atomic_max after a read (a cacheable read: a stale
 // value only costs an atomic that changes nothing): ranks saturate, so most rows only read.
 // NAME_bytes, the strided sample's kernel where the table may be small
@@ -64,18 +64,16 @@ __kernel void NAME(__VA_ARGS__, const ulong first, const ulong stride, const ulo
   uint equal = 0u; \
   const ulong every = gpuagg_compare_every(n); \
   for (ulong i = get_global_id(0); i < n; i += get_global_size(0)) { \
-    const ulong row = first + i * stride; \
-    GPUAGG_SKETCH_SLOT(LOAD(row)) \
+    const ulong row = first + i * stride + gpuagg_stride_offset(i, stride); \
+    const ulong key_ = (ulong)(LOAD(row)); \
+    GPUAGG_SKETCH_SLOT(key_) \
     RAISE(index, rank) \
     if (sampled != 0u) { \
       const uint sub = (1u << GPUAGG_SKETCH_P) + index; \
-      if ((i & 3ul) == 0ul) RAISE(sub, rank) \
-      if (i % every == 0ul) { \
-        const ulong at = row + gpuagg_sample_offset(i, stride); \
-        if (at + 1ul < rows_end) { \
-          ++pairs; \
-          equal += LOAD(at + 1ul) == LOAD(at) ? 1u : 0u; \
-        } \
+      if (gpuagg_in_sub_sample(i)) RAISE(sub, rank) \
+      if (i % every == 0ul && row + 1ul < rows_end) { \
+        ++pairs; \
+        equal += (ulong)(LOAD(row + 1ul)) == key_ ? 1u : 0u; \
       } \
     } \
   } \
