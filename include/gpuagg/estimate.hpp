@@ -262,8 +262,9 @@ struct sketch_evidence {
   /// enough to see the few repeated keys of a sample from many groups, which the sketch's 0.8%
   /// error hides.
   double sample_distinct_linear = 0;
-  /// The host's count of the key sample's frequent keys in the first sketch's rows (nothing:
-  /// not counted; the device's sketch does not). The extrapolation sets them aside by it rather
+  /// The count of the key sample's frequent keys in the first sketch's rows (nothing: not
+  /// counted; the device's sketch counts only a key sample's one frequent key:
+  /// device_counts_frequent). Stage 2's fit and the extrapolation set them aside by it rather
   /// than by the key sample's share: where few of the other rows repeat a key, the fit's G goes
   /// as 1 / (repeated keys), and a share's sampling error can be as many rows as the repeated
   /// keys themselves. For a 90% hot key it is 0.23% of the rows in the key sample's 16 Ki keys
@@ -271,6 +272,14 @@ struct sketch_evidence {
   /// others at 2^24 groups of 2^27 rows; counted in the sketch's own rows it is none.
   std::optional<frequent_keys_count> frequent;
 };
+
+/// Whether the device's strided sketch counts the key sample's frequent keys in its rows: where
+/// there is one (a heavy hitter), a comparison a row. Its share of the key sample is off by
+/// 0.23% of the rows at one standard deviation for a 90% hot key, which moves stage 2's fit of
+/// the other keys by as much as 9% at 2^20 groups of 2^27 rows (0.4 sampled rows a group): a
+/// table a power of two too large, whose kernels take twice as long. Several would need a set
+/// in the kernel; a power law's skips stage 2 on the device.
+constexpr bool device_counts_frequent(std::size_t frequent_keys) noexcept { return frequent_keys == 1; }
 
 /// Bits of the host's linear counting bitmap: 512 KiB, one per sketching thread, which stays in
 /// its core's cache; at 2^20 sampled keys an error of about 380 keys (Whang et al., 1990:
@@ -431,8 +440,14 @@ inline double fit_relative_error(double count_error, double n, double groups) {
 /// when the sample repeats keys (at most accept_max_distinct_share of its rows distinct) and
 /// the smaller sample's count lies within 5% (and three Poisson deviations) of what the fit
 /// predicts for it; then the expected distinct keys of all rows, bounded by the runs bound.
-inline sketch_decision estimate_from_sketch(const sketch_evidence& e, const frequent_keys_summary& frequent) {
+inline sketch_decision estimate_from_sketch(const sketch_evidence& e, const frequent_keys_summary& sampled_frequent) {
   sketch_decision decision;
+  // The frequent keys set aside by their count in the sketch's own rows where it was taken
+  // (sketch_evidence::frequent), else by the key sample's share.
+  const frequent_keys_summary frequent =
+      e.frequent && e.sample_rows > 0
+          ? frequent_keys_summary{e.frequent->present, double(e.frequent->rows) / double(e.sample_rows)}
+          : sampled_frequent;
   if (e.sample_rows == 0) return decision;
   if (e.sample_rows >= e.rows) {
     decision.groups = static_cast<std::uint64_t>(std::llround(std::max(e.sample_distinct, 1.0)));
@@ -790,10 +805,8 @@ staged_estimate estimate_in_stages(const Profile& profile, std::uint64_t rows, b
     evidence.sub_distinct = sketch_estimate(taken.sub_registers);
     evidence.neighbour_pairs = taken.neighbour_pairs;
     evidence.neighbour_equal = taken.neighbour_equal;
-    if (host_input) {  // the device's sketch has neither
-      evidence.sample_distinct_linear = taken.linear_distinct;
-      evidence.frequent = taken.frequent;
-    }
+    evidence.frequent = taken.frequent;
+    if (host_input) evidence.sample_distinct_linear = taken.linear_distinct;  // the device's sketch has none
     if (const auto decision = estimate_from_sketch(evidence, frequent); decision.groups) {
       return {std::max<std::uint64_t>(*decision.groups, 1), estimate_source::sketch, decision.relative_error};
     }

@@ -406,7 +406,7 @@ class aggregation_driver {
   group_estimate estimate_groups(const detail::sample_profile& profile);
   detail::host_sketch sketch_on_device(const std::vector<cl::Buffer>& inputs, bool words, cl_ulong first,
                                        cl_ulong stride, cl_ulong n, cl_ulong rows_end, bool sampled,
-                                       bool byte_registers = false);
+                                       bool byte_registers = false, std::optional<cl_ulong> hot = std::nullopt);
   /// The key column(s): the first key_policy::columns columns, on the host or on the device.
   std::array<const void*, key_policy::columns> host_key_columns() const {
     std::array<const void*, key_policy::columns> hosts{};

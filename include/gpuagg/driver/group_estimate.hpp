@@ -101,9 +101,15 @@ auto aggregation_driver<Bound>::estimate_groups(const detail::sample_profile& pr
   const auto& key = columns_.front();
   const auto sketch = [&](std::uint64_t stride, std::uint64_t n, bool last, bool count_frequent) {
     if (on_device_) {
+      // The kernel counts one key's rows: the key sample's one frequent key (a heavy hitter),
+      // where it has one (detail::device_counts_frequent).
+      const auto hot = count_frequent && detail::device_counts_frequent(profile.frequent.size())
+                           ? std::optional<cl_ulong>(profile.frequent.front().first)
+                           : std::nullopt;
       return sketch_on_device(device_key_columns(), false, key.offset, stride, n, key.offset + rows_, true,
                               !profile.aliased &&
-                                  detail::byte_sketch_registers(profile.distinct, profile.once, profile.twice));
+                                  detail::byte_sketch_registers(profile.distinct, profile.once, profile.twice),
+                              hot);
     }
     const unsigned threads = opts_.copy_threads ? opts_.copy_threads
                                                 : std::clamp(std::thread::hardware_concurrency(), 1u, 16u);
@@ -125,12 +131,13 @@ auto aggregation_driver<Bound>::estimate_groups(const detail::sample_profile& pr
 /// `inputs` (gpuagg_sketch), or of the table words in `inputs[0]` (`words`: gpuagg_sketch_words);
 /// `sampled`: also the smaller sample's registers and the neighbours' equality counts (left zero
 /// in the result otherwise); `byte_registers`: a strided sample's registers as bytes
-/// (detail::byte_sketch_registers).
+/// (detail::byte_sketch_registers); `hot`: a key word whose rows a strided sample counts (the
+/// result's `frequent`).
 template <class Bound>
 detail::host_sketch aggregation_driver<Bound>::sketch_on_device(const std::vector<cl::Buffer>& inputs, bool words,
                                                                  cl_ulong first, cl_ulong stride, cl_ulong n,
                                                                  cl_ulong rows_end, bool sampled,
-                                                                 bool byte_registers) {
+                                                                 bool byte_registers, std::optional<cl_ulong> hot) {
   // Every row of a range (a sketch of every key, or of the spill area's words): the kernel
   // of that loop alone, which raises only the first sketch's registers. A strided sample: two
   // sketches, of byte registers where the sample says the table may be small. The registers
@@ -141,12 +148,12 @@ detail::host_sketch aggregation_driver<Bound>::sketch_on_device(const std::vecto
   const std::uint64_t register_bytes = (every_row ? 1 : 2) * registers * (bytes ? 1 : sizeof(cl_uint));
   const cl::Buffer sketch_registers = allocate(register_bytes, "the group estimate's sketches");
   const cl::Buffer sketch_counts =
-      every_row ? cl::Buffer() : allocate(2 * sizeof(cl_ulong), "the group estimate's counts");
+      every_row ? cl::Buffer() : allocate(3 * sizeof(cl_ulong), "the group estimate's counts");
   auto& queue = ctx_.compute_queue();
   const cl_uint zero = 0;
   detail::check(queue.enqueueFillBuffer(sketch_registers, zero, 0, register_bytes), "clearing the sketches");
   if (!every_row) {
-    detail::check(queue.enqueueFillBuffer(sketch_counts, zero, 0, 2 * sizeof(cl_ulong)), "clearing the counts");
+    detail::check(queue.enqueueFillBuffer(sketch_counts, zero, 0, 3 * sizeof(cl_ulong)), "clearing the counts");
   }
   const std::string name = std::string(words ? "gpuagg_sketch_words" : "gpuagg_sketch") +
                            (every_row ? "_every" : bytes ? "_bytes" : "");
@@ -169,20 +176,21 @@ detail::host_sketch aggregation_driver<Bound>::sketch_on_device(const std::vecto
     args.n = n;
     args.rows_end = rows_end;
     args.sampled = sampled ? 1 : 0;
+    args.hot = hot.value_or(0);
     args.registers = sketch_registers;
     args.counts = sketch_counts;
-    args.scratch = {2 * local * sizeof(cl_uint)};
+    args.scratch = {3 * local * sizeof(cl_uint)};
     detail::bind_arguments(kernel, "the group estimate's sketch", args);
   }
   const std::uint64_t groups =
       std::clamp<std::uint64_t>((n + local - 1) / local, 1, std::uint64_t{ctx_.info().compute_units} * 16);
   cl::Event done;
   launch(kernel, static_cast<std::size_t>(groups * local), local, "the group estimate's sketch", &done);
-  auto [pinned, size_class] = ctx_.pooled_pinned(register_bytes + 2 * sizeof(cl_ulong), "the sketches' host copy");
+  auto [pinned, size_class] = ctx_.pooled_pinned(register_bytes + 3 * sizeof(cl_ulong), "the sketches' host copy");
   auto* host = static_cast<char*>(pinned.mapped);
   cl_int read = queue.enqueueReadBuffer(sketch_registers, every_row ? CL_TRUE : CL_FALSE, 0, register_bytes, host);
   if (read == CL_SUCCESS && !every_row) {
-    read = queue.enqueueReadBuffer(sketch_counts, CL_TRUE, 0, 2 * sizeof(cl_ulong), host + register_bytes);
+    read = queue.enqueueReadBuffer(sketch_counts, CL_TRUE, 0, 3 * sizeof(cl_ulong), host + register_bytes);
   }
   detail::host_sketch sketch;
   if (read == CL_SUCCESS) {
@@ -203,10 +211,11 @@ detail::host_sketch aggregation_driver<Bound>::sketch_on_device(const std::vecto
       unpack(registers, sketch.sub_registers);
     }
     if (!every_row) {
-      cl_ulong counts[2];
+      cl_ulong counts[3];
       std::memcpy(counts, host + register_bytes, sizeof(counts));
       sketch.neighbour_pairs = counts[0];
       sketch.neighbour_equal = counts[1];
+      if (hot) sketch.frequent = detail::frequent_keys_count{counts[2], counts[2] > 0 ? 1u : 0u};
     }
   }
   ctx_.recycle_pinned(size_class, pinned);

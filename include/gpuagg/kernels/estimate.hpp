@@ -16,8 +16,11 @@ inline constexpr fixed_string sketch_kernels{R"CLC(
 // each stride of `stride` rows, placed within it by gpuagg_stride_offset (as the host's sketch
 // places them: sketch_row), raise HyperLogLog registers [0, 2^P) of regs to their rank. With
 // `sampled` set (a strided sample), a quarter of them (gpuagg_in_sub_sample) also raises
-// regs[2^P, 2^(P+1)) (the smaller sample), and every gpuagg_compare_every(n)-th is compared with its right neighbour
-// (below rows_end): counts[0] += pairs, counts[1] += equal.
+// regs[2^P, 2^(P+1)) (the smaller sample), every gpuagg_compare_every(n)-th is compared with its
+// right neighbour (below rows_end): counts[0] += pairs, counts[1] += equal, and the rows whose
+// key word is `hot` are counted: counts[2] (the key sample's one frequent key, whose share of
+// the sketch's own rows sets it aside more precisely than the sample's share: estimate.hpp,
+// sketch_evidence).
 // A register is a 32-bit word, raised by atomic_max after a read (a cacheable read: a stale
 // value only costs an atomic that changes nothing): ranks saturate, so most rows only read.
 // NAME_bytes, the strided sample's kernel where the table may be small
@@ -57,11 +60,12 @@ inline void gpuagg_sketch_raise_byte(__global uint* regs, uint index, uint rank,
 #define GPUAGG_SKETCH_RAISE_WORD(index, rank) { if (cached[index] < (rank)) atomic_max(regs + (index), rank); }
 #define GPUAGG_DEFINE_SAMPLED_SKETCH(NAME, LOAD, RAISE, ...) \
 __kernel void NAME(__VA_ARGS__, const ulong first, const ulong stride, const ulong n, const ulong rows_end, \
-                   const uint sampled, __global uint* regs, __global ulong* restrict counts, \
+                   const uint sampled, const ulong hot, __global uint* regs, __global ulong* restrict counts, \
                    __local uint* restrict scratch) { \
   __global const uint* cached = regs; \
   uint pairs = 0u; \
   uint equal = 0u; \
+  uint hots = 0u; \
   const ulong every = gpuagg_compare_every(n); \
   for (ulong i = get_global_id(0); i < n; i += get_global_size(0)) { \
     const ulong row = first + i * stride + gpuagg_stride_offset(i, stride); \
@@ -69,6 +73,7 @@ __kernel void NAME(__VA_ARGS__, const ulong first, const ulong stride, const ulo
     GPUAGG_SKETCH_SLOT(key_) \
     RAISE(index, rank) \
     if (sampled != 0u) { \
+      hots += key_ == hot ? 1u : 0u; \
       const uint sub = (1u << GPUAGG_SKETCH_P) + index; \
       if (gpuagg_in_sub_sample(i)) RAISE(sub, rank) \
       if (i % every == 0ul && row + 1ul < rows_end) { \
@@ -80,19 +85,22 @@ __kernel void NAME(__VA_ARGS__, const ulong first, const ulong stride, const ulo
   if (sampled == 0u) return; \
   const uint lid = get_local_id(0); \
   const uint width = get_local_size(0); \
-  scratch[2u * lid] = pairs; \
-  scratch[2u * lid + 1u] = equal; \
+  scratch[3u * lid] = pairs; \
+  scratch[3u * lid + 1u] = equal; \
+  scratch[3u * lid + 2u] = hots; \
   barrier(CLK_LOCAL_MEM_FENCE); \
   for (uint step = width / 2u; step > 0u; step /= 2u) { \
     if (lid < step) { \
-      scratch[2u * lid] += scratch[2u * (lid + step)]; \
-      scratch[2u * lid + 1u] += scratch[2u * (lid + step) + 1u]; \
+      scratch[3u * lid] += scratch[3u * (lid + step)]; \
+      scratch[3u * lid + 1u] += scratch[3u * (lid + step) + 1u]; \
+      scratch[3u * lid + 2u] += scratch[3u * (lid + step) + 2u]; \
     } \
     barrier(CLK_LOCAL_MEM_FENCE); \
   } \
   if (lid == 0u) { \
     atom_add(counts, (ulong)scratch[0]); \
     atom_add(counts + 1, (ulong)scratch[1]); \
+    atom_add(counts + 2, (ulong)scratch[2]); \
   } \
 }
 // The sketch of every row keeps a copy of the registers in local memory, a byte each (`seen`,
@@ -135,7 +143,7 @@ GPUAGG_DEFINE_SKETCH(gpuagg_sketch, KEY_LOAD, KEY_PARAMS)
 GPUAGG_DEFINE_SKETCH(gpuagg_sketch_words, GPUAGG_WORD_LOAD, __global const KEY_T* restrict words)
 )CLC"};
 
-/// gpuagg_sketch(KEY_PARAMS, first, stride, n, rows_end, sampled, regs, counts, scratch), and
+/// gpuagg_sketch(KEY_PARAMS, first, stride, n, rows_end, sampled, hot, regs, counts, scratch), and
 /// gpuagg_sketch_words with one buffer of table words in place of the key columns.
 template <class Buffer>
 struct sketch_args {
@@ -145,9 +153,10 @@ struct sketch_args {
   std::uint64_t n = 0;
   std::uint64_t rows_end = 0;
   std::uint32_t sampled = 0;
+  std::uint64_t hot = 0;  ///< the key word whose rows counts[2] counts
   Buffer registers;
   Buffer counts;
-  local_memory scratch;  ///< two words per work item
+  local_memory scratch;  ///< three words per work item
   template <class F>
   void for_each(F& f) const {
     f(key_columns);
@@ -156,6 +165,7 @@ struct sketch_args {
     f(n);
     f(rows_end);
     f(sampled);
+    f(hot);
     f(registers);
     f(counts);
     f(scratch);
