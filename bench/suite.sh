@@ -7,7 +7,7 @@
 #   bench/suite.sh --ab-prepare REV...                     (here, with git)
 #   bench/suite.sh --ab "PROGRAM ARGS..." [--out DIR]      (on the device, with ab/ carried)
 #
-# Parts (default: uniform,skew,host,host-skew,cold,peers, the default path's run of record; "all": every
+# Parts (default: uniform,skew,host,host-skew,periodic,cold,peers, the default path's run of record; "all": every
 # part, more than one 10-minute command on the H100 at 2^27 rows):
 #   uniform       groupby_bench: the default call (no options) and the oracle (true group count,
 #                 fastest configuration of a sweep) at every even group count up to 2^(rows+1),
@@ -77,7 +77,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 build=build/default
 out=""
 rows=27
-parts=uniform,skew,host,host-skew,cold,peers
+parts=uniform,skew,host,host-skew,periodic,cold,peers
 deadline_s=570
 ab_args=""
 while (($#)); do
