@@ -746,8 +746,9 @@ std::optional<staged_estimate> sorted_input_groups(const Profile& profile, std::
 }
 
 /// The group estimate of `rows` rows, stage by stage: the key sample's frequencies (`profile`: a
-/// sample_profile) or its dense range, unless its neighbours show it aliased (sample_aliased); else stage 2 on sketches of strided samples, `sketch(stride, n, last,
-/// frequent)` giving the sketch of n rows `stride` apart (on the host: host_first_sketch_rows
+/// sample_profile) or its dense range, unless its neighbours show it aliased (sample_aliased);
+/// else stage 2 on sketches of strided samples, `sketch(stride, n, last, frequent)` giving the
+/// sketch of n rows, one in each stride of `stride` rows (on the host: host_first_sketch_rows
 /// where the key sample repeats keys, then host_sketch_rows where that does not decide; on the
 /// device: device_sketch_rows); else for host input the extrapolation of the last sample, for device
 /// input `sketch_every()`, a sketch of every row. `last` marks the last strided sample: the
