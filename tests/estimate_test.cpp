@@ -675,6 +675,18 @@ TEST_CASE("the key sample's neighbours tell a sample aliased with a period of th
     CHECK(detail::estimate_from_frequencies(profile.sample_size, profile.distinct, profile.once, profile.twice, rows)
               .has_value());
   }
+  // Rows alternating between one key and 5,000 others: the sampled rows alternate too (an odd
+  // stride), and their neighbours hold an unseen key as often as Good-Turing says. Checked at
+  // every 16th sampled row, every checked row held the one key and its neighbour one of the
+  // others: twice as many unseen, and the sample was called aliased.
+  std::vector<std::uint64_t> alternating(rows);
+  for (std::uint64_t row = 0; row < rows; ++row) alternating[row] = row % 2 == 0 ? 777 : 1'000 + rng() % 5'000;
+  const auto mixed = profile_of([&](std::uint64_t row) { return alternating[row]; });
+  CAPTURE(mixed.neighbours_unseen);
+  CAPTURE(mixed.once);
+  CHECK(mixed.neighbours_checked == 1024);
+  CHECK_FALSE(mixed.aliased);
+  CHECK(mixed.hottest_key_share > 0.45);
 }
 
 TEST_CASE("keys periodic in the row (row % G): the estimate within 2x of G at 2^27 rows, host and device input") {

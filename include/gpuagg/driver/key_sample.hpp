@@ -243,10 +243,15 @@ sample_profile profile_sample(std::span<const Bits> sample, std::span<const Bits
     profile.ordered = rising || falling;
   }
   // Aliasing: neighbours spread over the sample, each looked up in the counting table (while
-  // it still counts). A table of a few thousand keys is in the cache.
+  // it still counts). A table of a few thousand keys is in the cache. Each one at a hashed
+  // place in its step of the sample (estimate.hpp: stride_offset): at a fixed place the
+  // checked rows alias with a pattern of the input as the sample's own can (rows alternating
+  // between one key and others, sampled at a stride of 3 and checked every 16th: every checked
+  // row held the one key, and its neighbour twice as often an unseen key as Good-Turing says).
   if (neighbours.size() == sample.size() && used.size() <= max_sample_keys) {
     const std::size_t step = std::max<std::size_t>(1, sample.size() / aliasing_checks);
-    for (std::size_t i = 0; i < sample.size(); i += step) {
+    for (std::size_t k = 0; k * step < sample.size(); ++k) {
+      const std::size_t i = std::min(sample.size() - 1, k * step + static_cast<std::size_t>(stride_offset(k, step)));
       const Bits key = neighbours[i];
       std::size_t at = home(key);
       while (table[at].count != 0 && table[at].key != key) at = (at + 1) & mask;
