@@ -36,7 +36,8 @@ class block_queue {
 
   /// The next block for member `device`, whose driver takes at most `limit` rows a block and
   /// holds up to `window` blocks in flight; std::nullopt when no row is left for it (all handed
-  /// out, the device too slow for what is left: block_size.hpp) or the queue was cancelled.
+  /// out, the device too slow for what is left: block_size.hpp, the member stopped before) or
+  /// the queue was cancelled.
   /// A driver asks only when a slot is free (aggregation_driver::run_blocks), so once `window`
   /// blocks are in flight each request means the oldest of them has finished. A device's speed
   /// is known once two of its blocks have finished: the rows of those after the first over the
@@ -52,6 +53,9 @@ class block_queue {
     const std::lock_guard lock(mutex_);
     if (cancelled_ || cursor_ >= rows_) return std::nullopt;
     auto& mine = devices_[device];
+    // A member that stopped (sat out, or found too slow) takes no block again: were it to ask,
+    // the count of members still taking blocks, which leaves it out, would hand it the rest.
+    if (mine.stopped) return std::nullopt;
     if (mine.in_flight.size() >= std::max<std::size_t>(window, 1)) {
       const std::uint64_t done = mine.in_flight.front();
       if (mine.finished_blocks > 0) {

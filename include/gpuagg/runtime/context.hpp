@@ -154,6 +154,48 @@ inline std::string architecture_of(const cl::Device& device, const std::string& 
   return {};
 }
 
+/// The build-option slot of each live context on PoCL (context::build_options adds
+/// "-D GPUAGG_POCL_SLOT=n" from slot 1 on). PoCL 3.1 keeps one process-wide cache of loaded
+/// kernel binaries, keyed by the program's build hash, which covers the build options but not
+/// the device. Each launch takes the entry that fits its grid; its release drops a reference
+/// from the first entry of the same kernel and work-group size, which may be another's. Two
+/// devices running one kernel at once, at different grid widths, then drive an entry below
+/// zero and PoCL aborts (common.c: "found->ref_count > 0"). Programs of different options
+/// have different hashes: no two live PoCL contexts share one. Slots are reused once free, so
+/// a process builds each program at most once per slot it ever holds at once.
+class pocl_build_slots {
+ public:
+  static unsigned acquire() {
+    auto& state = shared();
+    const std::lock_guard lock(state.mutex);
+    const auto free = std::find(state.held.begin(), state.held.end(), false);
+    const auto slot = static_cast<unsigned>(free - state.held.begin());
+    if (free == state.held.end()) {
+      state.held.push_back(true);
+    } else {
+      *free = true;
+    }
+    return slot;
+  }
+  static void release(unsigned slot) {
+    auto& state = shared();
+    const std::lock_guard lock(state.mutex);
+    if (slot < state.held.size()) state.held[slot] = false;
+  }
+
+ private:
+  struct state_type {
+    std::mutex mutex;
+    std::vector<bool> held;
+  };
+  static state_type& shared() {
+    static state_type state;
+    return state;
+  }
+};
+
+inline bool is_pocl(const std::string& platform_name) { return platform_name == "Portable Computing Language"; }
+
 inline bool env_flag(const char* name) {
   const char* value = std::getenv(name);
   return value != nullptr && *value != '\0' && std::string_view(value) != "0";
@@ -179,6 +221,7 @@ class context {
     transfer_queue_ = cl::CommandQueue(context_, device_, CL_QUEUE_PROFILING_ENABLE, &status);
     detail::check(status, "creating the transfer queue");
     read_info();
+    if (detail::is_pocl(info_.platform_name)) pocl_slot_ = detail::pocl_build_slots::acquire();
     // Keep at most an eighth of device memory (and 8 GiB) of unused working buffers.
     pool_.set_capacity(std::min<std::uint64_t>(info_.global_mem_bytes / 8, std::uint64_t{8} << 30));
   }
@@ -189,6 +232,7 @@ class context {
     compute_queue_.finish();
     transfer_queue_.finish();
     pool_.clear(&transfer_queue_);
+    if (pocl_slot_) detail::pocl_build_slots::release(*pocl_slot_);
   }
 
   const cl::Context& cl_context() const noexcept { return context_; }
@@ -361,8 +405,12 @@ class context {
   }
 
  private:
-  static std::string build_options(const std::string& requested) {
+  std::string build_options(const std::string& requested) const {
     std::string options = requested;
+    if (pocl_slot_.value_or(0) > 0) {  // see detail::pocl_build_slots
+      options += options.empty() ? "" : " ";
+      options += "-D GPUAGG_POCL_SLOT=" + std::to_string(*pocl_slot_);
+    }
     if (const char* extra = std::getenv("GPUAGG_BUILD_OPTIONS"); extra != nullptr && *extra != '\0') {
       options += options.empty() ? "" : " ";
       options += extra;
@@ -475,6 +523,7 @@ class context {
   cl::CommandQueue compute_queue_;
   cl::CommandQueue transfer_queue_;
   device_info info_;
+  std::optional<unsigned> pocl_slot_;  // PoCL only: detail::pocl_build_slots
   mutable std::mutex mutex_;
   std::map<std::string, std::shared_future<cl::Program>, std::less<>> programs_;
   std::size_t builds_ = 0;
