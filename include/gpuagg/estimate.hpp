@@ -170,11 +170,15 @@ inline constexpr auto sketch_cl_source = concat(
 /// rows compared with their right neighbour (every compare_every(n)-th) are placed so too: at a
 /// fixed place, keys in runs whose length divides the stride would show each compared row at
 /// the same place in its run. Spans up to 2^32 rows.
+inline constexpr std::uint64_t sample_mix_mul1 = 0x9E3779B97F4A7C15ULL;
+inline constexpr std::uint64_t sample_mix_mul2 = 0xBF58476D1CE4E5B9ULL;
+inline constexpr unsigned sample_mix_shift1 = 29;
+inline constexpr unsigned sample_mix_shift2 = 32;
 constexpr std::uint64_t sample_mix(std::uint64_t i) noexcept {
-  std::uint64_t h = i * 0x9E3779B97F4A7C15ULL;
-  h ^= h >> 29;
-  h *= 0xBF58476D1CE4E5B9ULL;
-  return h ^ (h >> 32);
+  std::uint64_t h = i * sample_mix_mul1;
+  h ^= h >> sample_mix_shift1;
+  h *= sample_mix_mul2;
+  return h ^ (h >> sample_mix_shift2);
 }
 constexpr std::uint64_t stride_offset(std::uint64_t i, std::uint64_t span) noexcept {
   return ((sample_mix(i) >> 32) * span) >> 32;
@@ -191,15 +195,26 @@ constexpr std::uint64_t sketch_row(std::uint64_t i, std::uint64_t stride, unsign
   const std::uint64_t run = i >> run_log2;
   return ((run * stride + stride_offset(run, stride)) << run_log2) + (i & ((std::uint64_t{1} << run_log2) - 1));
 }
+/// Every compare_every(n)-th sampled row of n is compared with its right neighbour.
+inline constexpr unsigned compare_every_shift = 14;
+inline constexpr std::uint64_t compare_every_max = 64;
 constexpr std::uint64_t compare_every(std::uint64_t n) noexcept {
-  return std::clamp<std::uint64_t>(n >> 14, 1, 64);
+  return std::clamp<std::uint64_t>(n >> compare_every_shift, 1, compare_every_max);
 }
-inline constexpr auto stride_offset_cl_source = fixed_string{
-    "inline ulong gpuagg_sample_mix(ulong i) {\n"
-    "  ulong h = i * 0x9E3779B97F4A7C15UL;\n  h ^= h >> 29;\n  h *= 0xBF58476D1CE4E5B9UL;\n  return h ^ (h >> 32);\n}\n"
-    "inline ulong gpuagg_stride_offset(ulong i, ulong span) { return ((gpuagg_sample_mix(i) >> 32) * span) >> 32; }\n"
-    "inline bool gpuagg_in_sub_sample(ulong i) { return (i & 3ul) == (gpuagg_sample_mix(i >> 2) & 3ul); }\n"
-    "inline ulong gpuagg_compare_every(ulong n) { return clamp(n >> 14, 1ul, 64ul); }\n"};
+/// sample_mix, stride_offset, in_sub_sample and compare_every in OpenCL C, generated from the
+/// constants above as sketch_cl_source is (tests compare the device's sketches with the host's).
+inline constexpr auto stride_offset_cl_source = concat(
+    fixed_string{"inline ulong gpuagg_sample_mix(ulong i) {\n  ulong h = i * "},
+    to_hex_fixed_string<sample_mix_mul1, 16>(), fixed_string{"UL;\n  h ^= h >> "},
+    to_fixed_string<sample_mix_shift1>(), fixed_string{";\n  h *= "}, to_hex_fixed_string<sample_mix_mul2, 16>(),
+    fixed_string{"UL;\n  return h ^ (h >> "}, to_fixed_string<sample_mix_shift2>(),
+    fixed_string{");\n}\n"
+                 "inline ulong gpuagg_stride_offset(ulong i, ulong span) {\n"
+                 "  return ((gpuagg_sample_mix(i) >> 32) * span) >> 32;\n}\n"
+                 "inline bool gpuagg_in_sub_sample(ulong i) { return (i & 3ul) == (gpuagg_sample_mix(i >> 2) & 3ul); }\n"
+                 "inline ulong gpuagg_compare_every(ulong n) { return clamp(n >> "},
+    to_fixed_string<compare_every_shift>(), fixed_string{", 1ul, "}, to_fixed_string<compare_every_max>(),
+    fixed_string{"ul); }\n"});
 
 /// Ertl's improved raw estimator over the register histogram (his Algorithm 6).
 inline double sketch_estimate(std::span<const std::uint32_t> registers) {
@@ -765,15 +780,14 @@ std::optional<staged_estimate> sorted_input_groups(const Profile& profile, std::
 template <class Profile, class Sketch, class SketchEvery>
 staged_estimate estimate_in_stages(const Profile& profile, std::uint64_t rows, bool host_input, const Sketch& sketch,
                                    const SketchEvery& sketch_every) {
-  if (const auto from_sample = profile.aliased ? std::nullopt
-                                               : estimate_from_frequencies(profile.sample_size, profile.distinct,
-                                                                           profile.once, profile.twice, rows,
-                                                                           power_law_sample(profile.frequent))) {
-    return {std::max<std::uint64_t>(from_sample->groups, 1), estimate_source::sample, from_sample->relative_error};
-  }
-  if (const auto range = profile.aliased ? std::nullopt
-                                         : dense_range_groups(profile.sample_size, profile.distinct, profile.box.keys())) {
-    return {*range, estimate_source::sample};
+  if (!profile.aliased) {
+    if (const auto from_sample = estimate_from_frequencies(profile.sample_size, profile.distinct, profile.once,
+                                                           profile.twice, rows, power_law_sample(profile.frequent))) {
+      return {std::max<std::uint64_t>(from_sample->groups, 1), estimate_source::sample, from_sample->relative_error};
+    }
+    if (const auto range = dense_range_groups(profile.sample_size, profile.distinct, profile.box.keys())) {
+      return {*range, estimate_source::sample};
+    }
   }
   if (const auto sorted = sorted_input_groups(profile, rows)) return *sorted;
   if (rows == 0) return {1, estimate_source::sample};
