@@ -103,9 +103,10 @@ auto aggregation_driver<Bound>::estimate_groups(const detail::sample_profile& pr
     if (on_device_) {
       // The kernel counts one key's rows: the key sample's one frequent key (a heavy hitter),
       // where it has one (detail::device_counts_frequent).
-      const auto hot = count_frequent && detail::device_counts_frequent(profile.frequent.size())
-                           ? std::optional<cl_ulong>(profile.frequent.front().first)
-                           : std::nullopt;
+      std::optional<cl_ulong> hot;
+      if (count_frequent && detail::device_counts_frequent(profile.frequent.size())) {
+        hot = profile.frequent.front().first;
+      }
       return sketch_on_device(device_key_columns(), false, key.offset, stride, n, key.offset + rows_, true,
                               !profile.aliased &&
                                   detail::byte_sketch_registers(profile.distinct, profile.once, profile.twice),
