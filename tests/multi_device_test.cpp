@@ -1172,6 +1172,29 @@ TEST_CASE("a CPU member sits out beside a GPU that stages host input, and only t
   CHECK(sit_out_beside_staging({false, false, true}, {false, true, false}) == std::vector<bool>{false, false, true});
 }
 
+TEST_CASE("PoCL build slots: one per device instance, shared by its contexts, reused once free") {
+  using slots = detail::pocl_build_slots;
+  // Stand-in device handles: the registry only compares them.
+  std::array<char, 2> storage{};
+  const auto a = reinterpret_cast<cl_device_id>(&storage[0]);
+  const auto b = reinterpret_cast<cl_device_id>(&storage[1]);
+  const unsigned a0 = slots::acquire(a, 0);
+  CHECK(slots::acquire(a, 0) == a0);  // a later context on the device loads what it built
+  const unsigned a1 = slots::acquire(a, 1);
+  const unsigned b0 = slots::acquire(b, 0);
+  CHECK(a1 != a0);  // the device named twice in one set
+  CHECK(b0 != a0);
+  CHECK(b0 != a1);
+  slots::release(a, 1);
+  CHECK(slots::acquire(b, 1) == a1);  // free again, taken by the next
+  slots::release(b, 1);
+  slots::release(b, 0);
+  slots::release(a, 0);
+  CHECK(slots::acquire(a, 0) == a0);  // one context on it still held the slot
+  slots::release(a, 0);
+  slots::release(a, 0);
+}
+
 TEST_CASE("PoCL: two members run one kernel at once at different grid widths, and PoCL's kernel cache holds") {
   // PoCL 3.1 releases a launch's loaded kernel by (build hash, work-group size), not the entry
   // the launch took (runtime/context.hpp, detail::pocl_build_slots). Two long narrow launches on

@@ -3,6 +3,7 @@
 // GPUAGG_DEVICE-style selectors, from equal sub-devices of one device, or from the caller's
 // contexts.
 
+#include <algorithm>
 #include <cstdlib>
 #include <memory>
 #include <string>
@@ -18,8 +19,8 @@ namespace gpuagg {
 /// Two or more OpenCL devices that one query runs on (group_by(device_set&, ...)). Each member
 /// is a context of its own (queues, program cache, buffer pool), so devices of different
 /// platforms (an NVIDIA GPU and PoCL's CPU device) can be members together. A device named
-/// twice gets two contexts: legal, and how a machine with one device exercises the code, but
-/// never faster than one.
+/// twice gets two contexts, instances 0 and 1 of it (context's constructor): legal, and how a
+/// machine with one device exercises the code, but never faster than one.
 class device_set {
  public:
   device_set() = default;
@@ -30,7 +31,11 @@ class device_set {
   static device_set from_selectors(const std::vector<std::string>& selectors) {
     device_set set;
     for (const auto& selector : selectors) {
-      set.owned_.push_back(std::make_unique<context>(detail::choose_device(selector)));
+      const cl::Device device = detail::choose_device(selector);
+      // A device named again is another instance of it: the members run at once.
+      const auto instance = static_cast<unsigned>(std::count_if(
+          set.members_.begin(), set.members_.end(), [&](const context* m) { return m->device()() == device(); }));
+      set.owned_.push_back(std::make_unique<context>(device, instance));
       set.members_.push_back(set.owned_.back().get());
     }
     return set;

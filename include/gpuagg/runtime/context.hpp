@@ -154,39 +154,50 @@ inline std::string architecture_of(const cl::Device& device, const std::string& 
   return {};
 }
 
-/// The build-option slot of each live context on PoCL (context::build_options adds
-/// "-D GPUAGG_POCL_SLOT=n" from slot 1 on). PoCL 3.1 keeps one process-wide cache of loaded
-/// kernel binaries, keyed by the program's build hash, which covers the build options but not
-/// the device. Each launch takes the entry that fits its grid; its release drops a reference
-/// from the first entry of the same kernel and work-group size, which may be another's. Two
-/// devices running one kernel at once, at different grid widths, then drive an entry below
-/// zero and PoCL aborts (common.c: "found->ref_count > 0"). Programs of different options
-/// have different hashes: no two live PoCL contexts share one. Slots are reused once free, so
-/// a process builds each program at most once per slot it ever holds at once.
+/// The build-option slot of each PoCL device instance with a live context
+/// (context::build_options adds "-D GPUAGG_POCL_SLOT=n" from slot 1 on). PoCL 3.1 keeps one
+/// process-wide cache of loaded kernel binaries, keyed by the program's build hash, which covers
+/// the build options but not the device. Each launch takes the entry that fits its grid; its
+/// release drops a reference from the first entry of the same kernel and work-group size, which
+/// may be another's. Two devices running one kernel at once, at different grid widths, then
+/// drive an entry below zero and PoCL aborts (common.c: "found->ref_count > 0"). A slot belongs
+/// to a device and an instance (context's constructor: device_set's members that name one device
+/// twice are instances 0 and 1), so contexts that may run at once build programs of different
+/// hashes, while a later context on the same device loads what an earlier one built. A slot is
+/// reused once no context holds it.
 class pocl_build_slots {
  public:
-  static unsigned acquire() {
+  static unsigned acquire(cl_device_id device, unsigned instance) {
     auto& state = shared();
     const std::lock_guard lock(state.mutex);
-    const auto free = std::find(state.held.begin(), state.held.end(), false);
-    const auto slot = static_cast<unsigned>(free - state.held.begin());
-    if (free == state.held.end()) {
-      state.held.push_back(true);
-    } else {
-      *free = true;
+    const auto key = std::pair(device, instance);
+    if (auto found = state.holders.find(key); found != state.holders.end()) {
+      ++found->second.contexts;
+      return found->second.slot;
     }
+    unsigned slot = 0;
+    while (std::any_of(state.holders.begin(), state.holders.end(),
+                       [slot](const auto& entry) { return entry.second.slot == slot; })) {
+      ++slot;
+    }
+    state.holders.emplace(key, holder{slot, 1});
     return slot;
   }
-  static void release(unsigned slot) {
+  static void release(cl_device_id device, unsigned instance) {
     auto& state = shared();
     const std::lock_guard lock(state.mutex);
-    if (slot < state.held.size()) state.held[slot] = false;
+    const auto found = state.holders.find(std::pair(device, instance));
+    if (found != state.holders.end() && --found->second.contexts == 0) state.holders.erase(found);
   }
 
  private:
+  struct holder {
+    unsigned slot;
+    std::size_t contexts;
+  };
   struct state_type {
     std::mutex mutex;
-    std::vector<bool> held;
+    std::map<std::pair<cl_device_id, unsigned>, holder> holders;
   };
   static state_type& shared() {
     static state_type state;
@@ -211,17 +222,22 @@ class context {
   /// The device GPUAGG_DEVICE names, else the first GPU, else the first device.
   context() : context(detail::choose_device(std::getenv("GPUAGG_DEVICE") ? std::getenv("GPUAGG_DEVICE") : "")) {}
 
-  explicit context(const cl::Device& device) : context(cl::Context(device), device) {}
+  /// `instance`: which of several contexts on one device that may run queries at once this is
+  /// (device_set's members naming one device twice); on PoCL each instance builds its programs
+  /// with options of its own (detail::pocl_build_slots).
+  explicit context(const cl::Device& device, unsigned instance = 0)
+      : context(cl::Context(device), device, instance) {}
 
   /// Wraps an existing context (e.g. a Boost.Compute one) so device buffers from it can be used.
-  context(const cl::Context& cl_context, const cl::Device& device) : context_(cl_context), device_(device) {
+  context(const cl::Context& cl_context, const cl::Device& device, unsigned instance = 0)
+      : context_(cl_context), device_(device), instance_(instance) {
     cl_int status = CL_SUCCESS;
     compute_queue_ = cl::CommandQueue(context_, device_, CL_QUEUE_PROFILING_ENABLE, &status);
     detail::check(status, "creating the compute queue");
     transfer_queue_ = cl::CommandQueue(context_, device_, CL_QUEUE_PROFILING_ENABLE, &status);
     detail::check(status, "creating the transfer queue");
     read_info();
-    if (detail::is_pocl(info_.platform_name)) pocl_slot_ = detail::pocl_build_slots::acquire();
+    if (detail::is_pocl(info_.platform_name)) pocl_slot_ = detail::pocl_build_slots::acquire(device_(), instance_);
     // Keep at most an eighth of device memory (and 8 GiB) of unused working buffers.
     pool_.set_capacity(std::min<std::uint64_t>(info_.global_mem_bytes / 8, std::uint64_t{8} << 30));
   }
@@ -232,7 +248,7 @@ class context {
     compute_queue_.finish();
     transfer_queue_.finish();
     pool_.clear(&transfer_queue_);
-    if (pocl_slot_) detail::pocl_build_slots::release(*pocl_slot_);
+    if (pocl_slot_) detail::pocl_build_slots::release(device_(), instance_);
   }
 
   const cl::Context& cl_context() const noexcept { return context_; }
@@ -523,6 +539,7 @@ class context {
   cl::CommandQueue compute_queue_;
   cl::CommandQueue transfer_queue_;
   device_info info_;
+  unsigned instance_ = 0;
   std::optional<unsigned> pocl_slot_;  // PoCL only: detail::pocl_build_slots
   mutable std::mutex mutex_;
   std::map<std::string, std::shared_future<cl::Program>, std::less<>> programs_;
