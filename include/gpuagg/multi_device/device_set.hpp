@@ -97,7 +97,8 @@ class device_set {
   }
 
   /// The caller's contexts (which must outlive the set), e.g. ones whose pinned_arrays or
-  /// program caches it keeps between queries.
+  /// program caches it keeps between queries. Two of one device are made as its instances 0 and
+  /// 1 (context(device, instance)), as from_selectors makes them.
   explicit device_set(std::vector<context*> contexts) : members_(std::move(contexts)) {
     for (const context* member : members_) {
       if (member == nullptr) throw invalid_argument_error("device_set: a null context");
