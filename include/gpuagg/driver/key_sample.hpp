@@ -188,12 +188,6 @@ sample_profile profile_sample(std::span<const Bits> sample, std::span<const Bits
   const auto home = [shift](Bits key) {
     return static_cast<std::size_t>((std::uint64_t(key) * 0x9E3779B97F4A7C15ULL) >> shift);
   };
-  // A key's slot: its own where the table holds it, else the empty slot where it would go.
-  const auto slot_of = [&](Bits key) {
-    std::size_t at = home(key);
-    while (table[at].count != 0 && table[at].key != key) at = (at + 1) & mask;
-    return at;
-  };
   Bits lowest = sample.front();
   Bits highest = sample.front();
   // The slot of a row a few rows ahead is fetched while this one probes: the sample's keys
@@ -204,7 +198,8 @@ sample_profile profile_sample(std::span<const Bits> sample, std::span<const Bits
     const Bits key = sample[i];
     lowest = std::min(lowest, key);
     highest = std::max(highest, key);
-    const std::size_t at = slot_of(key);
+    std::size_t at = home(key);
+    while (table[at].count != 0 && table[at].key != key) at = (at + 1) & mask;
     if (table[at].count++ == 0) {
       table[at].key = key;
       used.push_back(static_cast<std::uint32_t>(at));
@@ -257,8 +252,13 @@ sample_profile profile_sample(std::span<const Bits> sample, std::span<const Bits
     const std::size_t step = std::max<std::size_t>(1, sample.size() / aliasing_checks);
     for (std::size_t k = 0; k * step < sample.size(); ++k) {
       const std::size_t i = std::min(sample.size() - 1, k * step + static_cast<std::size_t>(stride_offset(k, step)));
+      // The counting loop's probe, written out: a lambda shared by both loops made the
+      // counting loop slower.
+      const Bits key = neighbours[i];
+      std::size_t at = home(key);
+      while (table[at].count != 0 && table[at].key != key) at = (at + 1) & mask;
       ++profile.neighbours_checked;
-      profile.neighbours_unseen += table[slot_of(neighbours[i])].count == 0 ? 1 : 0;
+      profile.neighbours_unseen += table[at].count == 0 ? 1 : 0;
     }
   }
   // One pass over the used slots (each a cache miss in a table larger than the caches' share):
