@@ -185,3 +185,34 @@ TEST_CASE("threads asking for one program wait for one build; prefetch builds se
   CHECK_THROWS_AS(c->program("__kernel void broken( {"), build_error);
   CHECK_THROWS_AS(c->program("__kernel void broken( {"), build_error);
 }
+
+TEST_CASE("a lasting source's program is found by its text's address: the same program, built once") {
+  const cache_dir dir("lasting");
+  const std::string copy(small_source());  // the same text at another address
+  auto c = fresh_context();
+  const cl::Program by_text = c->program(small_source(), "-DGPUAGG_A");
+  CHECK(c->programs_built() == 1);
+  // The first lasting lookup finds the text's program; the later ones find it by address.
+  CHECK(c->program(context::lasting_source{small_source()}, "-DGPUAGG_A")() == by_text());
+  CHECK(c->program(context::lasting_source{small_source()}, "-DGPUAGG_A")() == by_text());
+  CHECK(c->program(context::lasting_source{copy}, "-DGPUAGG_A")() == by_text());
+  CHECK(c->programs_built() == 1);
+  // Other options are another program, built once; the text's lookup finds it too.
+  const cl::Program other = c->program(context::lasting_source{small_source()}, "-DGPUAGG_B");
+  CHECK(other() != by_text());
+  CHECK(c->programs_built() == 2);
+  CHECK(c->program(small_source(), "-DGPUAGG_B")() == other());
+  CHECK(c->program(context::lasting_source{copy}, "-DGPUAGG_B")() == other());
+  CHECK(c->programs_built() == 2);
+  // prefetch of lasting requests builds only the missing ones, which both lookups then find.
+  c->prefetch({{small_source(), "-DGPUAGG_A", true}, {small_source(), "-DGPUAGG_C", true},
+               {small_source(), "-DGPUAGG_D", true}});
+  CHECK(c->programs_built() == 4);
+  CHECK(c->program(context::lasting_source{small_source()}, "-DGPUAGG_C")() ==
+        c->program(small_source(), "-DGPUAGG_C")());
+  CHECK(c->program(small_source(), "-DGPUAGG_D")() == c->program(context::lasting_source{copy}, "-DGPUAGG_D")());
+  CHECK(c->programs_built() == 4);
+  // A lasting source that fails to build is reported each time, never cached as built.
+  CHECK_THROWS_AS(c->program(context::lasting_source{"__kernel void broken( {"}), build_error);
+  CHECK_THROWS_AS(c->program(context::lasting_source{"__kernel void broken( {"}), build_error);
+}

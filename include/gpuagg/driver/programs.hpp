@@ -34,7 +34,7 @@ context::program_request aggregation_driver<Bound>::program_request(const kernel
   if (variant.serial) add("-DGPUAGG_SERIAL_LOCAL");
   if (interleaved_) add("-DGPUAGG_INTERLEAVED");
   if (const auto rows = planner_->rows_in_flight(); rows != 4) add("-DGPUAGG_ROWS_IN_FLIGHT=" + std::to_string(rows));
-  return {program_source_for<Bound>(variant.strategy), build_options};
+  return {program_source_for<Bound>(variant.strategy), build_options, true};
 }
 
 template <class Bound>
@@ -42,7 +42,7 @@ cl::Program aggregation_driver<Bound>::program(const kernel_variant& variant) co
   auto& slot = programs_[variant.index()];
   if (!slot()) {
     const auto request = program_request(variant);
-    slot = ctx_.program(request.source, request.options);
+    slot = ctx_.program(context::lasting_source{request.source}, request.options);
   }
   return slot;
 }
@@ -50,7 +50,7 @@ cl::Program aggregation_driver<Bound>::program(const kernel_variant& variant) co
 /// The group estimate's program (the key sample and the sketches).
 template <class Bound>
 cl::Program aggregation_driver<Bound>::estimate_program() const {
-  return ctx_.program(sample_program_source<key_policy>.view());
+  return ctx_.program(context::lasting_source{sample_program_source<key_policy>.view()});
 }
 template <class Bound>
 cl::Kernel& aggregation_driver<Bound>::aggregate_kernel(const kernel_variant& variant) const {

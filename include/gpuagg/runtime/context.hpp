@@ -19,6 +19,7 @@
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -257,10 +258,20 @@ class context {
   cl::CommandQueue& compute_queue() noexcept { return compute_queue_; }
   cl::CommandQueue& transfer_queue() noexcept { return transfer_queue_; }
 
-  /// A program to build ahead of its use (prefetch).
+  /// Program text that outlives every context and never changes: the library's generated
+  /// sources (constexpr fixed_strings of static storage). The context finds their programs by
+  /// the text's address and length, without copying or comparing the text, which is tens of
+  /// kilobytes a program, asked for several times a query (a key of the whole text took about
+  /// 20 us of a query's set-up in copies and compares).
+  struct lasting_source {
+    std::string_view text;
+  };
+
+  /// A program to build ahead of its use (prefetch); `lasting`: the source is a lasting_source.
   struct program_request {
     std::string_view source;
     std::string options;
+    bool lasting = false;
   };
 
   /// The program built from `source` with `options`, built once per context: loaded from the
@@ -298,6 +309,20 @@ class context {
     return future.get();
   }
 
+  /// The program of a lasting source (lasting_source), found by the text's address where this
+  /// context made it before, else as program(text, options) finds or builds it.
+  cl::Program program(lasting_source source, const std::string& requested_options = {}) {
+    address_key key{source.text.data(), source.text.size(), build_options(requested_options)};
+    {
+      const std::lock_guard lock(mutex_);
+      if (auto found = by_address_.find(key); found != by_address_.end()) return found->second;
+    }
+    cl::Program made = program(source.text, requested_options);
+    const std::lock_guard lock(mutex_);
+    by_address_.emplace(std::move(key), made);
+    return made;
+  }
+
   /// Builds every requested program not built yet, concurrently, and waits for them: a query
   /// that needs several programs waits for the longest build, not for their sum. Rethrows the
   /// first failure.
@@ -306,17 +331,25 @@ class context {
     {
       const std::lock_guard lock(mutex_);
       for (const auto& request : requests) {
-        if (!programs_.contains(cache_key(request.source, build_options(request.options)))) missing.push_back(&request);
+        const std::string options = build_options(request.options);
+        const bool made = request.lasting
+                              ? by_address_.contains(address_key{request.source.data(), request.source.size(), options})
+                              : programs_.contains(cache_key(request.source, options));
+        if (!made) missing.push_back(&request);
       }
     }
+    const auto fetch = [this](const program_request& request) {
+      (void)(request.lasting ? program(lasting_source{request.source}, request.options)
+                             : program(request.source, request.options));
+    };
     if (missing.size() <= 1) {  // nothing to overlap
-      for (const auto* request : missing) (void)program(request->source, request->options);
+      for (const auto* request : missing) fetch(*request);
       return;
     }
     std::vector<std::future<void>> pending;
     pending.reserve(missing.size());
     for (const auto* request : missing) {
-      pending.push_back(std::async(std::launch::async, [this, request] { (void)program(request->source, request->options); }));
+      pending.push_back(std::async(std::launch::async, [&fetch, request] { fetch(*request); }));
     }
     for (auto& p : pending) p.wait();
     for (auto& p : pending) p.get();
@@ -543,6 +576,9 @@ class context {
   std::optional<unsigned> pocl_slot_;  // PoCL only: detail::pocl_build_slots
   mutable std::mutex mutex_;
   std::map<std::string, std::shared_future<cl::Program>, std::less<>> programs_;
+  // Lasting sources' programs by (text address, text length, build options).
+  using address_key = std::tuple<const char*, std::size_t, std::string>;
+  std::map<address_key, cl::Program> by_address_;
   std::size_t builds_ = 0;
   detail::binary_cache binaries_ = detail::binary_cache::from_environment();
   program_cache_counts cache_counts_;

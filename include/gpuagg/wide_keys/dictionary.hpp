@@ -32,7 +32,7 @@ class key_dictionary {
   /// `expected_keys`: the caller's hint of distinct keys (0: none); the store starts at twice
   /// that (and at least 2^12), and grows whenever a block finds more.
   key_dictionary(context& ctx, std::uint64_t expected_keys) : ctx_(ctx) {
-    program_ = ctx_.program(kernels::dictionary_program_source<key>.view());
+    program_ = ctx_.program(context::lasting_source{kernels::dictionary_program_source<key>.view()});
     encode_ = ctx_.kernel(program_, "gpuagg_dict_encode");
     rehash_ = ctx_.kernel(program_, "gpuagg_dict_rehash");
     keys_ = ctx_.kernel(program_, "gpuagg_dict_keys");
