@@ -23,7 +23,8 @@
 #                 pageable input (the host-skew part's sweep)      -> default.csv, sweep.csv
 #   composite     the default call and the oracle with two uint32 key columns, keys(a, b), at
 #                 2^10,16,20,24, device input, columns spread over 32 bits and of narrow
-#                 ranges (distribution "narrow") -> composite.csv, composite_sweep.csv
+#                 ranges (distribution "narrow"), and the single key's default at the same
+#                 group counts  -> composite.csv, composite_sweep.csv, composite_one.csv
 #   scattered     the default call and the oracle on one uint32 key column of keys spread over
 #                 32 bits (fmix32 of the draw) at 2^4,10,16,20,24, device input -> scattered.csv
 #   wide          the same with two uint64 key columns (128 bits: the key dictionary), device
@@ -284,6 +285,13 @@ if has composite; then
     --csv "$tmp/k.csv" --sweep-csv "$tmp/ks.csv" "${paired[@]}"
   merge composite.csv $default_key "$tmp/k.csv"
   merge composite_sweep.csv $sweep_key "$tmp/ks.csv"
+  # The single key's default at the same group counts, in the same command: the pairs' ratio to
+  # one key is then of one lease (the uniform part's rows may be of another, whose host and
+  # clocks differ by more than the ratio's margin).
+  rm -f "$tmp/k.csv"
+  step 120 composite_one "$bench" --rows-log2 "$rows" --groups-log2 "$(upto 10,16,20,24)" --keys one \
+    --systems default --reps 9 --csv "$tmp/k.csv"
+  merge composite_one.csv $default_key "$tmp/k.csv"
 fi
 if has scattered; then
   need groupby_bench
