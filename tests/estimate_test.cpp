@@ -925,6 +925,55 @@ TEST_CASE("the device's sketches of a key of two columns are the host's of its p
   }
 }
 
+TEST_CASE("the key sample of three and four device key columns (read on two queues) is the host input's") {
+  // Columns alternate between the compute and the transfer queue (driver/group_estimate.hpp),
+  // the second queue's reads after a marker of the first. The sample decides the estimate at
+  // these group counts (stage 1), so a column read wrong or late shows as another estimate than
+  // host input's, which reads the same rows on the host. The columns are written with
+  // non-blocking writes on the compute queue, which the reads must follow.
+  const std::uint64_t seed = fresh_seed();
+  CAPTURE(seed);
+  std::mt19937_64 rng(seed);
+  const std::size_t rows = std::size_t{1} << 18;
+  const std::vector<std::int32_t> values(rows, 1);
+  cl::Buffer values_dev = ctx().buffer(rows * 4, "values");
+  REQUIRE(ctx().compute_queue().enqueueWriteBuffer(values_dev, CL_TRUE, 0, rows * 4, values.data()) == CL_SUCCESS);
+  const auto to_device = [](const auto& host) {
+    using T = typename std::decay_t<decltype(host)>::value_type;
+    cl::Buffer b = ctx().buffer(host.size() * sizeof(T), "a key column");
+    REQUIRE(ctx().compute_queue().enqueueWriteBuffer(b, CL_FALSE, 0, host.size() * sizeof(T), host.data()) ==
+            CL_SUCCESS);
+    return device_column<T>(b, host.size());
+  };
+  for (const std::size_t groups : {std::size_t{300}, std::size_t{3'000}}) {
+    CAPTURE(groups);
+    std::vector<std::uint8_t> a(rows);
+    std::vector<std::uint16_t> b(rows), d(rows);
+    std::vector<std::uint32_t> c(rows);
+    for (std::size_t i = 0; i < rows; ++i) {
+      const std::uint64_t g = rng() % groups;
+      a[i] = static_cast<std::uint8_t>(g * 37);
+      b[i] = static_cast<std::uint16_t>(g * 7919);
+      c[i] = static_cast<std::uint32_t>(g * 2654435761u);
+      d[i] = static_cast<std::uint16_t>(g);
+    }
+    const auto host3 = group_by(keys(a, b, c), values, select(count()));
+    const auto dev3 = group_by(keys(to_device(a), to_device(b), to_device(c)),
+                               device_column<std::int32_t>(values_dev, rows), select(count()));
+    REQUIRE(dev3.size() == host3.size());
+    CHECK(dev3.size() == groups);
+    CHECK(dev3.stats.estimate_source == host3.stats.estimate_source);
+    CHECK(dev3.stats.expected_groups == host3.stats.expected_groups);
+    const auto host4 = group_by(keys(b, d, b, d), values, select(count()));
+    const auto dev4 = group_by(keys(to_device(b), to_device(d), to_device(b), to_device(d)),
+                               device_column<std::int32_t>(values_dev, rows), select(count()));
+    REQUIRE(dev4.size() == host4.size());
+    CHECK(dev4.size() == groups);
+    CHECK(dev4.stats.estimate_source == host4.stats.estimate_source);
+    CHECK(dev4.stats.expected_groups == host4.stats.expected_groups);
+  }
+}
+
 TEST_CASE("a query's planned groups: within 2x of the result's groups for each distribution and input kind") {
   // 2^22 rows: host input sketches a strided 2^20 of them, device input every other row.
   const std::uint64_t seed = fresh_seed();
