@@ -925,11 +925,10 @@ TEST_CASE("the device's sketches of a key of two columns are the host's of its p
   }
 }
 
-TEST_CASE("the key sample of three and four device key columns (read on two queues) is the host input's") {
-  // Columns alternate between the compute and the transfer queue (driver/group_estimate.hpp),
-  // the second queue's reads after a marker of the first. The sample decides the estimate at
-  // these group counts (stage 1), so a column read wrong or late shows as another estimate than
-  // host input's, which reads the same rows on the host. The columns are written with
+TEST_CASE("the key sample of three and four device key columns is the host input's") {
+  // One rectangle read per column (driver/group_estimate.hpp). The sample decides the estimate
+  // at these group counts (stage 1), so a column read wrong or late shows as another estimate
+  // than host input's, which reads the same rows on the host. The columns are written with
   // non-blocking writes on the compute queue, which the reads must follow.
   const std::uint64_t seed = fresh_seed();
   CAPTURE(seed);

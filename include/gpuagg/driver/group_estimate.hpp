@@ -11,7 +11,6 @@
 #include <array>
 #include <cstring>
 #include <thread>
-#include <vector>
 
 #include "../kernels/estimate.hpp"
 #include "kernel_binder.hpp"
@@ -51,43 +50,28 @@ auto aggregation_driver<Bound>::sample_keys() -> std::vector<bits_type> {
   }
   auto [pinned, size_class] = ctx_.pooled_pinned(bytes, "the key sample's host copy");
   auto* host = static_cast<char*>(pinned.mapped);
-  // Key columns alternate between the two queues: a rectangle read of 16 Ki two-element rows
-  // takes about 55 us on an H200, two on one queue 99 us, two on two queues 60 us.
-  const auto queue_of = [&](std::size_t c) -> cl::CommandQueue& {
-    return c % 2 == 0 ? ctx_.compute_queue() : ctx_.transfer_queue();
-  };
-  constexpr std::size_t queues = key_policy::columns > 1 ? 2 : 1;
+  auto& queue = ctx_.compute_queue();
   cl_int read = CL_SUCCESS;
-  std::array<cl::Event, queues> read_last;  // each queue's last read (the queues are in order)
-  // The second queue's reads follow whatever the compute queue holds (a caller's writes of the
-  // columns there), as the compute queue's own reads do.
-  std::vector<cl::Event> after_compute(queues > 1 ? 1 : 0);
-  if (queues > 1) read = ctx_.compute_queue().enqueueMarkerWithWaitList(nullptr, &after_compute[0]);
+  cl::Event read_last;
   for (std::size_t c = 0; c < key_policy::columns && read == CL_SUCCESS; ++c) {
     const std::size_t width = key_policy::column_bytes[c];
-    auto& queue = queue_of(c);
-    const std::vector<cl::Event>* wait = c % 2 == 1 ? &after_compute : nullptr;
-    cl::Event* done = c + queues >= key_policy::columns ? &read_last[c % queues] : nullptr;
+    cl::Event* done = c + 1 == key_policy::columns ? &read_last : nullptr;
     if (whole) {
       read = queue.enqueueReadBuffer(columns_[c].device, CL_FALSE, key.offset * width, rows_ * width, host + at[c],
-                                     wait, done);
+                                     nullptr, done);
     } else {
       const std::array<cl::size_type, 3> origin{key.offset * width, 0, 0};
       const std::array<cl::size_type, 3> to{0, 0, 0};
       const std::array<cl::size_type, 3> region{2 * width, n, 1};
       read = queue.enqueueReadBufferRect(columns_[c].device, CL_FALSE, origin, to, region, stride * width, 0,
-                                         2 * width, 0, host + at[c], wait, done);
+                                         2 * width, 0, host + at[c], nullptr, done);
     }
   }
-  // Both queues submitted before any wait: the second one's reads wait for the first's marker.
-  for (std::size_t q = 0; q < queues && read == CL_SUCCESS && queues > 1; ++q) read = queue_of(q).flush();
   if (read == CL_SUCCESS) {
-    // While the reads are in flight, the profile's scratch table comes into the cache: its
-    // probes then hit there.
+    // While the reads are in flight (the last one done means all are: the queue is in order),
+    // the profile's scratch table comes into the cache: its probes then hit there.
     detail::warm_profile_scratch<bits_type>(n);
-    for (auto& last : read_last) {
-      if (read == CL_SUCCESS) read = last.wait();
-    }
+    read = read_last.wait();
   }
   if (read == CL_SUCCESS) {
     std::array<const void*, key_policy::columns> copies{};
@@ -103,9 +87,7 @@ auto aggregation_driver<Bound>::sample_keys() -> std::vector<bits_type> {
       }
     }
   }
-  if (read != CL_SUCCESS) {  // no read still writes to the pinned copy when it goes back
-    for (std::size_t q = 0; q < queues; ++q) (void)queue_of(q).finish();
-  }
+  if (read != CL_SUCCESS) (void)queue.finish();  // no read still writes to the pinned copy when it goes back
   ctx_.recycle_pinned(size_class, pinned);
   detail::check(read, "reading the key sample");
   return sample;
