@@ -114,6 +114,28 @@ TEST_CASE("a kernel that fails to build: build_error with the log and the source
   }
 }
 
+TEST_CASE("the source line a build log points at: each compiler's file name, the first location, or none") {
+  const std::string source = "first line\nsecond line\nthird line\n";
+  using detail::source_line_from_log;
+  // NVIDIA names the file <kernel>; clang-based compilers <source>, <program source> or a
+  // temporary .cl file (PoCL).
+  CHECK(source_line_from_log("<kernel>:2:5: error: use of undeclared identifier", source) == "line 2: second line");
+  CHECK(source_line_from_log("<source>:3:1: error: x", source) == "line 3: third line");
+  CHECK(source_line_from_log("<program source>:1:12: warning: y", source) == "line 1: first line");
+  CHECK(source_line_from_log("/tmp/pocl/xy.cl:2:7: error: z", source) == "line 2: second line");
+  // The first location that parses, after false starts: a file name with no line, a line with
+  // no column.
+  CHECK(source_line_from_log("a.cl: note\n<kernel>:9: no column\n<kernel>:3:4: error\n<kernel>:1:1", source) ==
+        "line 3: third line");
+  // No location, a line past the source, a line number too large for any source: nothing.
+  CHECK(source_line_from_log("error: something went wrong", source).empty());
+  CHECK(source_line_from_log("<kernel>:7:1: error", source).empty());
+  CHECK(source_line_from_log("<kernel>:99999999999999999999999:1: error", source).empty());
+  CHECK(source_line_from_log("", source).empty());
+  CHECK(source_line_from_log("<kernel>:", source).empty());
+  CHECK(source_line_from_log("<kernel>:2:", source).empty());
+}
+
 TEST_CASE("device memory exhausted: out_of_memory_error saying how much was asked") {
   const std::vector<std::uint64_t> keys{1, 2, 3};
   const std::vector<std::uint64_t> vals{1, 2, 3};
