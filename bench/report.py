@@ -201,30 +201,24 @@ class DefaultRun:
         # 32 bits; "narrow", columns of narrow ranges (groupby_bench --keys two-narrow)
         self.composite = defaultdict(list)
         self.composite_oracle = defaultdict(list)
-        for r in res.rows("composite.csv"):
-            if r["phase"] == "warm" and self.rows_log2 is not None and \
-                    round(math.log2(int(r["rows"]))) == self.rows_log2:
-                key = (r["distribution"], int(r["groups_log2"]))
-                if r["system"] == "default":
-                    self.composite[key].append(r)
-                elif r["system"] == "oracle":
-                    self.composite_oracle[key].append(r)
+        for r in self.warm_rows("composite.csv"):
+            key = (r["distribution"], int(r["groups_log2"]))
+            if r["system"] == "default":
+                self.composite[key].append(r)
+            elif r["system"] == "oracle":
+                self.composite_oracle[key].append(r)
         # groups_log2 -> warm rows of the single key's default measured in the composite part's own
         # command (composite_one.csv): the pairs' reference of the same lease, where there is one
         self.composite_one = defaultdict(list)
-        for r in res.rows("composite_one.csv"):
-            if r["phase"] == "warm" and r["system"] == "default" and self.rows_log2 is not None and \
-                    round(math.log2(int(r["rows"]))) == self.rows_log2:
+        for r in self.warm_rows("composite_one.csv"):
+            if r["system"] == "default":
                 self.composite_one[int(r["groups_log2"])].append(r)
         self.scattered = defaultdict(list)  # (system, groups_log2) -> warm rows, keys spread over 32 bits
-        for r in res.rows("scattered.csv"):
-            if r["phase"] == "warm" and self.rows_log2 is not None and \
-                    round(math.log2(int(r["rows"]))) == self.rows_log2:
-                self.scattered[(r["system"], int(r["groups_log2"]))].append(r)
+        for r in self.warm_rows("scattered.csv"):
+            self.scattered[(r["system"], int(r["groups_log2"]))].append(r)
         self.wide = defaultdict(list)  # (input, groups_log2) -> warm rows of keys(a, b), two uint64 columns
-        for r in res.rows("wide.csv"):
-            if r["phase"] == "warm" and r["system"] == "default" and self.rows_log2 is not None and \
-                    round(math.log2(int(r["rows"]))) == self.rows_log2:
+        for r in self.warm_rows("wide.csv"):
+            if r["system"] == "default":
                 self.wide[(r["input"], int(r["groups_log2"]))].append(r)
         self.tpch = defaultdict(list)  # (scale, input) -> timed rows
         for r in res.rows("tpch.csv"):
@@ -233,6 +227,13 @@ class DefaultRun:
         for r in res.rows("peers.csv"):
             if r.get("groups", "").isdigit():
                 self.peers[r["system"]][round(math.log2(int(r["groups"])))] = float(r["gtuples_per_s"])
+
+    def warm_rows(self, name):
+        """The warm queries of results file `name` over this run's row count (default.csv's)."""
+        if self.rows_log2 is None:
+            return []
+        return [r for r in self.res.rows(name)
+                if r["phase"] == "warm" and round(math.log2(int(r["rows"]))) == self.rows_log2]
 
     def get(self, input_, dist, g, system, phase="warm"):
         return self.queries.get((input_, dist, g, system, phase), [])
