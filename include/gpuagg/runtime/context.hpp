@@ -121,19 +121,18 @@ inline cl::Device choose_device(std::string_view selector) {
   throw no_device_error("GPUAGG_DEVICE=\"" + wanted + "\" matches no device; devices:" + listing);
 }
 
-/// The line of `source` that a compiler log's first "<file>:LINE:COL" points at (clang-based
-/// compilers name the file "<source>" or a temporary ".cl" file, NVIDIA's "<kernel>"). Scanned
-/// by hand: <regex> in this header cost every file that includes the library its compile time,
+/// The line number of a compiler log's first "<file>:LINE:COL" (clang-based compilers name the
+/// file "<source>" or a temporary ".cl" file, NVIDIA's "<kernel>"), or nothing. Scanned by
+/// hand: <regex> in this header cost every file that includes the library its compile time,
 /// and GCC 12's sanitized builds warnings inside libstdc++'s regex.
-inline std::string source_line_from_log(const std::string& log, const std::string& source) {
+inline std::optional<unsigned long> line_in_log(const std::string& log) {
   static constexpr std::string_view files[] = {".cl", "<source>", "<kernel>", "<program source>"};
   // The end of the digits from `at` (at itself where there are none).
   const auto digits_end = [&log](std::size_t at) {
     while (at < log.size() && std::isdigit(static_cast<unsigned char>(log[at])) != 0) ++at;
     return at;
   };
-  std::optional<unsigned long> found;
-  for (std::size_t at = 0; at < log.size() && !found; ++at) {
+  for (std::size_t at = 0; at < log.size(); ++at) {
     for (const std::string_view file : files) {
       if (log.compare(at, file.size(), file) != 0) continue;
       const std::size_t line_begin = at + file.size() + 1;  // past "FILE:"
@@ -143,10 +142,15 @@ inline std::string source_line_from_log(const std::string& log, const std::strin
       if (digits_end(line_end + 1) == line_end + 1) continue;  // no column
       unsigned long line = 0;
       if (std::from_chars(log.data() + line_begin, log.data() + line_end, line).ec != std::errc()) return {};
-      found = line;
-      break;
+      return line;
     }
   }
+  return {};
+}
+
+/// The line of `source` that a compiler log's first location points at (line_in_log).
+inline std::string source_line_from_log(const std::string& log, const std::string& source) {
+  const std::optional<unsigned long> found = line_in_log(log);
   if (!found) return {};
   const unsigned long line = *found;
   std::istringstream lines(source);
