@@ -1154,6 +1154,34 @@ TEST_CASE("direct addressing's pieces: a copy as large as the hash table of its 
   CHECK(q.hashed_table_bytes() == ((std::uint64_t{1} << 25) + 1) * 16);
   CHECK(q.global_table_bytes(groups, false) < q.hashed_table_bytes() / 3);
   CHECK(q.partition_piece_rows(groups, false) == q.hashed_table_bytes() / 8 * 5 / 8);
+  // Over a 64-bit word (two uint32 key columns and a uint32 value, 12 bytes a row) the copy
+  // holds each row's 4-byte bucket and its value: pieces of 8-byte rows, as one key column's.
+  query_shape pair = direct;
+  pair.key_bytes = 8;
+  pair.bucket_bytes = 16;
+  pair.row_bytes = 12;
+  pair.key_row_bytes = 8;
+  auto restartable = uniform_input(groups);
+  restartable.restartable = true;  // group_by's: blocks of 256 MiB whatever the spill area
+  const auto p = plan(h100(), restartable, {}, pair);
+  REQUIRE(p.block_rows() == std::uint64_t{1} << 26);
+  REQUIRE(p.partition_copy_buckets());
+  CHECK(p.partition_copy_row_bytes() == 8);
+  CHECK(p.partition_piece_rows(groups, false) == p.hashed_table_bytes() / 8 * 5 / 8);
+  // Key columns of 4, 2 and 1 bytes in a 64-bit word beside a 4-byte value: 11 bytes a row,
+  // 8 in the copy. A 32-bit word copies its rows whole.
+  query_shape three = pair;
+  three.key_row_bytes = 7;
+  three.row_bytes = 11;
+  CHECK(plan(h100(), uniform_input(groups), {}, three).partition_copy_row_bytes() == 8);
+  CHECK_FALSE(q.partition_copy_buckets());
+  CHECK(q.partition_copy_row_bytes() == direct.row_bytes);
+  query_shape hashed_pair = pair;
+  hashed_pair.identity_scheme = false;
+  hashed_pair.domain_size = 0;
+  const auto hp = plan(h100(), uniform_input(groups), {}, hashed_pair);
+  CHECK(hp.partition_copy_row_bytes() == 12);
+  CHECK(hp.partition_piece_rows(std::uint64_t{1} << 25, true) == hp.hashed_table_bytes() / 8 * 5 / 12);
   // The hash scheme's own: its table's bytes.
   const auto hashed = plan(h100(), uniform_input(groups));
   CHECK(hashed.partition_piece_rows(std::uint64_t{1} << 25, true) == hashed.hashed_table_bytes() / 8 * 5 / 8);

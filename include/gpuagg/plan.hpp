@@ -147,6 +147,13 @@ class query_planner {
   /// or packed columns' box), where the bucket halves the key's bytes that SCATTER writes and
   /// AGGREGATE reads back. A 32-bit word gains nothing, and hash tables need the key.
   bool partition_copy_buckets() const noexcept { return shape_.identity_scheme && shape_.key_bytes == 8; }
+  /// Bytes of a row of PARTITION's copy: the input's row, or where the copy holds buckets, the
+  /// bucket's 4 bytes in place of the key columns (the driver allocates no copy of the others).
+  std::uint32_t partition_copy_row_bytes() const noexcept {
+    if (!partition_copy_buckets()) return shape_.row_bytes;
+    return shape_.row_bytes - std::min(shape_.key_row_bytes, shape_.row_bytes) + bucket_copy_bytes;
+  }
+  static constexpr std::uint32_t bucket_copy_bytes = 4;
 
   /// Buckets of WORKGROUPLOCAL's local table: the range local table's (range_local), the perfect
   /// local table's (perfect_local), else probed_local_capacity.

@@ -46,13 +46,16 @@ auto aggregation_driver<Bound>::partition_count(const std::vector<cl::Buffer>& i
     partition_counts_ = allocate(partition_count_words_ * sizeof(cl_uint), "PARTITION's counts");
     partition_bases_ = allocate(partition_pieces_ * detail::max_partitions * sizeof(cl_uint), "PARTITION's bases");
     partition_total_ = allocate(partition_pieces_ * sizeof(cl_uint), "PARTITION's totals");
-    for (const auto& column : columns_) {
-      const std::uint64_t piece_rows = std::uint64_t{partition_piece_rows_} + partition_tiles_;
-      // The first key column's copy holds a 32-bit bucket a row where the copy takes buckets,
-      // whatever that column's own width.
-      std::uint64_t element = column.element_size;
-      if (partition_inputs_.empty() && planner_->partition_copy_buckets()) element = std::max<std::uint64_t>(element, 4);
-      partition_inputs_.push_back(allocate(piece_rows * element, "a partitioned piece of a block"));
+    const std::uint64_t piece_rows = std::uint64_t{partition_piece_rows_} + partition_tiles_;
+    for (std::size_t c = 0; c < columns_.size(); ++c) {
+      // Where the copy takes buckets, the first key column's copy holds a 32-bit bucket a row,
+      // whatever that column's own width, and the other key columns' copies hold nothing: SCATTER
+      // writes none of them, AGGREGATE reads none (a buffer of one bucket stands in for each).
+      std::uint64_t bytes = piece_rows * columns_[c].element_size;
+      if (planner_->partition_copy_buckets() && c < key_policy::columns) {
+        bytes = (c == 0 ? piece_rows : 1) * query_planner::bucket_copy_bytes;
+      }
+      partition_inputs_.push_back(allocate(bytes, "a partitioned piece of a block"));
     }
   }
   partition_layout layout;

@@ -27,11 +27,14 @@ aggregation_driver<Bound>::aggregation_driver(context& ctx, const options& opts,
   stats_.host_blocks_in_place = in_place_;
   std::uint32_t widest = 1;
   std::uint32_t row = 0;
-  for (const auto& c : columns_) {
-    widest = std::max<std::uint32_t>(widest, static_cast<std::uint32_t>(c.element_size));
-    row += static_cast<std::uint32_t>(c.element_size);
+  std::uint32_t key_row = 0;
+  for (std::size_t c = 0; c < columns_.size(); ++c) {
+    const auto bytes = static_cast<std::uint32_t>(columns_[c].element_size);
+    widest = std::max(widest, bytes);
+    row += bytes;
+    if (c < key_policy::columns) key_row += bytes;
   }
-  shape_ = query_shape::of<Bound>(widest, row, identity_scheme ? opts_.domain->size : 0);
+  shape_ = query_shape::of<Bound>(widest, row, key_row, identity_scheme ? opts_.domain->size : 0);
   stats_.device = ctx_.info().name;
   stats_.rows = rows_;
   if constexpr (identity_scheme) {

@@ -38,7 +38,7 @@ inline std::size_t query_planner::block_rows() const {
 inline std::size_t query_planner::partition_piece_rows(std::uint64_t capacity, bool interleaved_layout) const {
   std::uint64_t table = global_table_bytes(capacity, interleaved_layout);
   if (shape_.identity_scheme) table = std::max(table, hashed_table_bytes());
-  const std::uint64_t by_copy = table / 8 * 5 / std::max<std::uint32_t>(shape_.row_bytes, 1);
+  const std::uint64_t by_copy = table / 8 * 5 / std::max<std::uint32_t>(partition_copy_row_bytes(), 1);
   const std::uint64_t rows = std::max<std::uint64_t>(by_copy, min_partition_piece_rows);
   return static_cast<std::size_t>(std::clamp<std::uint64_t>(rows, 1, block_rows()));
 }

@@ -21,11 +21,12 @@ struct query_shape {
   std::uint64_t domain_size = 0;                ///< direct addressing's keys
   std::uint32_t widest_column_bytes = 4;        ///< the widest input column's element
   std::uint32_t row_bytes = 8;                  ///< one row of every input column
+  std::uint32_t key_row_bytes = 4;              ///< one row of the key columns
 
-  /// The shape of bound query `Bound` (query.hpp) with input columns `widest` bytes wide and
-  /// rows of `row` bytes.
+  /// The shape of bound query `Bound` (query.hpp) with input columns `widest` bytes wide, rows
+  /// of `row` bytes and `key_row` of them the key columns'.
   template <class Bound>
-  static query_shape of(std::uint32_t widest, std::uint32_t row, std::uint64_t domain_size = 0) {
+  static query_shape of(std::uint32_t widest, std::uint32_t row, std::uint32_t key_row, std::uint64_t domain_size = 0) {
     return {static_cast<std::uint32_t>(sizeof(typename Bound::key::bits_type)),
             static_cast<std::uint32_t>(Bound::bucket_bytes),
             static_cast<std::uint32_t>(Bound::interleaved_bucket_bytes),
@@ -33,7 +34,8 @@ struct query_shape {
             Bound::scheme::is_identity,
             domain_size,
             widest,
-            row};
+            row,
+            key_row};
   }
 };
 
