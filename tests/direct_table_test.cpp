@@ -244,3 +244,78 @@ TEST_CASE("direct addressing over the exact box of packed key columns: every str
   check_box<std::uint8_t, std::uint8_t, std::uint16_t, std::uint16_t>({0, 0, 0, 0}, {2, 2, 2, 1'100}, false, rng);
 }
 
+
+namespace {
+
+// Enough groups that the key sample alone does not decide: the estimate's strided sketch runs,
+// and with direct addressing likely (query_planner::direct_range_likely) it reads the range or
+// box in the same launch (kernels/key_range.hpp: gpuagg_sketch_range).
+constexpr std::size_t beside_rows = std::size_t{1} << 18;
+
+/// `rows` values of [lowest, lowest + span), uniform, with the lowest and highest on two rows
+/// (a sampled row holds them only by chance; the range's own pass reads every row).
+template <class T>
+std::vector<T> spread_column(T lowest, std::size_t span, std::mt19937_64& rng) {
+  using bits = std::make_unsigned_t<T>;
+  const auto at = [&](std::size_t i) { return static_cast<T>(static_cast<bits>(static_cast<bits>(lowest) + i)); };
+  std::vector<T> column(beside_rows);
+  for (auto& x : column) x = at(rng() % span);
+  column[12'347] = at(0);
+  column[beside_rows - 2] = at(span - 1);
+  return column;
+}
+
+template <class Key>
+void check_beside(Key lowest, std::mt19937_64& rng) {
+  CAPTURE(show(lowest));
+  const std::size_t groups = beside_rows;
+  const auto keys = spread_column(lowest, groups, rng);
+  const auto values = random_values<std::int64_t>(beside_rows, rng);
+  using bound = bound_query<single_key<Key>, std::remove_const_t<decltype(sum_count_min)>, std::int64_t>;
+  const auto expected = reference_group_by<bound>(std::span<const Key>(keys), std::span<const std::int64_t>(values));
+  const auto r = group_by(upload(keys), upload(values), sum_count_min, direct_options());
+  CHECK(r.stats.estimate_source == estimate_source::sketch);
+  CHECK(r.stats.key_range_beside_sketch);
+  CHECK(r.stats.direct_addressing);
+  CHECK(r.stats.key_range_size == groups);
+  CHECK(r.stats.key_range_lowest == static_cast<std::uint64_t>(static_cast<std::int64_t>(lowest)));
+  check_equal(r, expected);
+  // Host input has no sketch on the device: the range is not read beside it (nor at all).
+  const auto host = group_by(keys, values, sum_count_min, direct_options());
+  CHECK_FALSE(host.stats.key_range_beside_sketch);
+  check_equal(host, expected);
+}
+
+}  // namespace
+
+TEST_CASE("the key range read beside the estimate's sketch: exact ranges and boxes, extremes anywhere") {
+  const auto seed = fresh_seed();
+  CAPTURE(seed);
+  std::mt19937_64 rng(seed);
+  check_beside<std::uint32_t>(0, rng);
+  check_beside<std::uint32_t>(std::numeric_limits<std::uint32_t>::max() - (beside_rows - 1), rng);
+  check_beside<std::int32_t>(-static_cast<std::int32_t>(beside_rows / 2), rng);  // across zero
+  check_beside<std::int64_t>(std::numeric_limits<std::int64_t>::min() + 5, rng);
+  check_beside<std::uint64_t>(std::numeric_limits<std::uint64_t>::max() - (beside_rows - 1), rng);
+  // Two packed columns: a box of 512 x 512 keys, a signed column across zero.
+  const auto a = spread_column<std::uint32_t>(static_cast<std::uint32_t>(rng() % 4'000'000'000u), 512, rng);
+  const auto b = spread_column<std::int16_t>(-256, 512, rng);
+  const auto v = random_values<std::int64_t>(beside_rows, rng);
+  using bound = bound_query<packed_key<std::uint32_t, std::int16_t>, std::remove_const_t<decltype(sum_count_min)>,
+                            std::int64_t>;
+  std::vector<std::tuple<std::uint32_t, std::int16_t>> tuples(beside_rows);
+  for (std::size_t i = 0; i < beside_rows; ++i) tuples[i] = {a[i], b[i]};
+  const auto expected = reference_group_by<bound>(std::span<const std::tuple<std::uint32_t, std::int16_t>>(tuples),
+                                                  std::span<const std::int64_t>(v));
+  const auto r = group_by(keys(upload(a), upload(b)), upload(v), sum_count_min, direct_options());
+  CHECK(r.stats.estimate_source == estimate_source::sketch);
+  CHECK(r.stats.key_range_beside_sketch);
+  CHECK(r.stats.direct_addressing);
+  CHECK(r.stats.key_range_size == 512 * 512);
+  check_same(r, expected);
+  // Without options' direct_table, PoCL (a CPU) neither addresses directly nor reads the range.
+  const auto plain = group_by(keys(upload(a), upload(b)), upload(v), sum_count_min);
+  CHECK_FALSE(plain.stats.key_range_beside_sketch);
+  CHECK_FALSE(plain.stats.direct_addressing);
+  check_same(plain, expected);
+}
