@@ -1229,62 +1229,6 @@ TEST_CASE("direct addressing over the exact box of packed key columns: dense box
   CHECK_FALSE(plan(h100(), skewed).direct_range_wanted());
 }
 
-TEST_CASE("the key range is likely wanted before the estimate: a sample whose box could hold the groups") {
-  // The profile before the estimate: the sample's box and span, no groups yet (expected_groups
-  // is what the sample alone would say: here 1, which the likelihood must not read).
-  const auto before = [](detail::key_box box, double span, bool on_device = true) {
-    input_profile p = uniform_input(1, std::uint64_t{1} << 27, on_device);
-    p.hottest_key_share = 1.0 / 16384;
-    p.source = estimate_source::none;
-    p.key_box = box;
-    p.key_span = span;
-    return p;
-  };
-  const auto likely = [](const device_info& d, const input_profile& p, options opts = {}) {
-    return query_planner::direct_range_likely(d, recorded_shape(), p, opts);
-  };
-  const std::uint64_t g = std::uint64_t{1} << 22;
-  // One key column over a dense range of 2^22 keys: likely; whatever groups it then holds, the
-  // plan decides on the estimate (a quarter of the span: still wanted; fewer: not).
-  const auto one = before({0, {g - 1}, 1}, double(g));
-  CHECK(likely(h100(), one));
-  auto estimated = one;
-  estimated.expected_groups = g / 4;
-  CHECK(plan(h100(), estimated).direct_range_wanted());
-  estimated.expected_groups = g / 8;
-  CHECK_FALSE(plan(h100(), estimated).direct_range_wanted());
-  // A span below direct_min_groups, beyond direct_max_keys, host input, skew, runs, no sample,
-  // a CPU (unless options ask), options' false: not likely.
-  const std::uint64_t few = query_planner::direct_min_groups / 2;
-  CHECK_FALSE(likely(h100(), before({0, {few - 1}, 1}, double(few))));
-  CHECK(likely(h100(), before({0, {query_planner::direct_min_groups - 1}, 1}, double(query_planner::direct_min_groups))));
-  CHECK_FALSE(likely(h100(), before({0, {~std::uint64_t{0}}, 1}, 18446744073709551616.0)));
-  CHECK_FALSE(likely(h100(), before({0, {g - 1}, 1}, double(g), false)));
-  auto hot = one;
-  hot.hottest_key_share = 0.5;
-  hot.frequent_counts = {8192};
-  CHECK_FALSE(likely(h100(), hot));
-  auto runs = one;
-  runs.runs_share = 0.9;
-  CHECK_FALSE(likely(h100(), runs));
-  auto unsampled = one;
-  unsampled.sampled = false;
-  CHECK_FALSE(likely(h100(), unsampled));
-  CHECK_FALSE(likely(pocl_cpu(), one));
-  options on;
-  on.direct_table = true;
-  CHECK(likely(pocl_cpu(), one, on));
-  options off;
-  off.direct_table = false;
-  CHECK_FALSE(likely(h100(), one, off));
-  // Packed columns: their box's keys, not their words' span (2^42 here).
-  using pair = packed_key<std::uint32_t, std::uint32_t>;
-  const detail::key_box square{pair::to_bits({7, 1000}), {2047, 2047}, 2};
-  CHECK(likely(h100(), before(square, 2048.0 * 4294967296.0)));
-  CHECK_FALSE(likely(h100(), before({0, {65'535, 65'535}, 2}, 65536.0 * 4294967296.0)));
-  CHECK_FALSE(likely(h100(), before({0, {0, 15, 65'535}, 3}, 4294967296.0)));
-}
-
 TEST_CASE("a box's spans in the tables' bits: 32, 16 or 10 bits a column after the first") {
   const detail::key_box two{0, {9, 0xFFFF'FFFEull}, 2};
   REQUIRE(detail::box_spans_code(two).has_value());

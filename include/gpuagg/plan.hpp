@@ -485,14 +485,6 @@ class query_planner {
   /// first copies.
   /// Never where options ask for the interleaved layout, a hash table's.
   bool direct_range_wanted() const;
-  /// Whether direct_range_wanted is likely once the estimate is known, from what is known before
-  /// it (`profile` without the estimate): as if the groups filled the sample's box (one key
-  /// column: its span), a dense range's most. Then the estimate's strided sketch on the device
-  /// reads the range in its own launch (kernels/key_range.hpp: gpuagg_sketch_range), where it
-  /// costs little beside the sketch's scattered reads; a range read in vain costs about its
-  /// pass less the sketch.
-  static bool direct_range_likely(const device_info& device, const query_shape& shape, input_profile profile,
-                                  const options& opts);
   /// Direct addressing (a global table whose bucket is the key less the range's lowest, keeping
   /// accumulators and a bit a key: kernels/library.hpp, GPUAGG_DENSE_TABLE) over the exact
   /// range, or none: where the range holds at most direct_max_keys keys and its table takes no

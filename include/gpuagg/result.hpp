@@ -68,9 +68,6 @@ struct query_stats {
   bool direct_addressing = false;
   std::uint64_t key_range_lowest = 0;
   std::uint64_t key_range_size = 0;
-  /// The key range was read in the estimate's sketch launch (query_planner::direct_range_likely),
-  /// not by a pass of its own.
-  bool key_range_beside_sketch = false;
   std::uint64_t table_capacity = 0;     ///< buckets of the final table
   unsigned table_growths = 0;           ///< times the table grew during the query
   std::uint64_t spilled_entries = 0;    ///< rows or partials merged after a growth

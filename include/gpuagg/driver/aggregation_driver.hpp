@@ -388,8 +388,6 @@ class aggregation_driver {
   void validate();
   void setup();
   void make_planner(const detail::sample_profile& sample, group_estimate groups = {});
-  /// The plan's input profile: the sample's, with the groups estimated.
-  input_profile planner_profile(const detail::sample_profile& sample, group_estimate groups) const;
   void make_table_and_counters(std::uint64_t capacity);
   void setup_for_partials(std::uint64_t groups);
 
@@ -401,13 +399,6 @@ class aggregation_driver {
     std::array<std::uint64_t, detail::max_key_fields> low{}, high{}, signed_low{}, signed_high{};
   };
   key_extremes read_key_extremes();
-  /// The range pass's work groups for a work-group size of `local`.
-  std::uint64_t key_range_groups(std::size_t local) const;
-  /// The extremes of `groups` work groups' words (kernels/key_range.hpp).
-  static key_extremes extremes_of(const cl_ulong* words, std::uint64_t groups);
-  /// Extremes read beside the estimate's strided sketch (sketch_on_device with `range`), which
-  /// read_key_extremes takes instead of a pass of its own.
-  std::optional<key_extremes> early_extremes_;
   /// The key column's exact range on the device (one key column).
   exact_key_range read_key_range();
   /// The packed key columns' exact box on the device.
@@ -415,8 +406,7 @@ class aggregation_driver {
   group_estimate estimate_groups(const detail::sample_profile& profile);
   detail::host_sketch sketch_on_device(const std::vector<cl::Buffer>& inputs, bool words, cl_ulong first,
                                        cl_ulong stride, cl_ulong n, cl_ulong rows_end, bool sampled,
-                                       bool byte_registers = false, std::optional<cl_ulong> hot = std::nullopt,
-                                       bool range = false);
+                                       bool byte_registers = false, std::optional<cl_ulong> hot = std::nullopt);
   /// The key column(s): the first key_policy::columns columns, on the host or on the device.
   std::array<const void*, key_policy::columns> host_key_columns() const {
     std::array<const void*, key_policy::columns> hosts{};

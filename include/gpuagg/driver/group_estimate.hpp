@@ -99,13 +99,6 @@ auto aggregation_driver<Bound>::sample_keys() -> std::vector<bits_type> {
 template <class Bound>
 auto aggregation_driver<Bound>::estimate_groups(const detail::sample_profile& profile) -> group_estimate {
   const auto& key = columns_.front();
-  // Where the plan is likely to want the key range after the estimate, the device's strided
-  // sketch reads it in the same launch (kernels/key_range.hpp: gpuagg_sketch_range).
-  bool range = false;
-  if constexpr (!identity_scheme && (key_policy::columns == 1 || key_policy::layout.count > 1)) {
-    range = on_device_ && handover_ != nullptr &&
-            query_planner::direct_range_likely(ctx_.info(), shape_, planner_profile(profile, {}), opts_);
-  }
   const auto sketch = [&](std::uint64_t stride, std::uint64_t n, bool last, bool count_frequent) {
     if (on_device_) {
       // The kernel counts one key's rows: the key sample's one frequent key (a heavy hitter),
@@ -117,7 +110,7 @@ auto aggregation_driver<Bound>::estimate_groups(const detail::sample_profile& pr
       return sketch_on_device(device_key_columns(), false, key.offset, stride, n, key.offset + rows_, true,
                               !profile.aliased &&
                                   detail::byte_sketch_registers(profile.distinct, profile.once, profile.twice),
-                              hot, range && !early_extremes_);
+                              hot);
     }
     const unsigned threads = opts_.copy_threads ? opts_.copy_threads
                                                 : std::clamp(std::thread::hardware_concurrency(), 1u, 16u);
@@ -145,19 +138,14 @@ template <class Bound>
 detail::host_sketch aggregation_driver<Bound>::sketch_on_device(const std::vector<cl::Buffer>& inputs, bool words,
                                                                  cl_ulong first, cl_ulong stride, cl_ulong n,
                                                                  cl_ulong rows_end, bool sampled,
-                                                                 bool byte_registers, std::optional<cl_ulong> hot,
-                                                                 bool range) {
+                                                                 bool byte_registers, std::optional<cl_ulong> hot) {
   // Every row of a range (a sketch of every key, or of the spill area's words): the kernel
   // of that loop alone, which raises only the first sketch's registers. A strided sample: two
   // sketches, of byte registers where the sample says the table may be small. The registers
   // are held only while the sketch runs: the table the estimate sizes is made after it.
   constexpr std::size_t registers = detail::sketch_registers;
   const bool every_row = stride == 1 && !sampled;
-  detail::kernels::sketch_args<cl::Buffer> args_of_sketch;
   const bool bytes = byte_registers && !every_row;
-  // `range`: the key range's pass beside a strided sample of the key columns, in one launch.
-  const bool with_range = range && !words && !every_row;
-  constexpr std::uint32_t fields = key_policy::layout.count;
   const std::uint64_t register_bytes = (every_row ? 1 : 2) * registers * (bytes ? 1 : sizeof(cl_uint));
   const cl::Buffer sketch_registers = allocate(register_bytes, "the group estimate's sketches");
   const cl::Buffer sketch_counts =
@@ -168,9 +156,7 @@ detail::host_sketch aggregation_driver<Bound>::sketch_on_device(const std::vecto
   if (!every_row) {
     detail::check(queue.enqueueFillBuffer(sketch_counts, zero, 0, 3 * sizeof(cl_ulong)), "clearing the counts");
   }
-  const std::string name = std::string(with_range ? "gpuagg_sketch_range"
-                                       : words    ? "gpuagg_sketch_words"
-                                                  : "gpuagg_sketch") +
+  const std::string name = std::string(words ? "gpuagg_sketch_words" : "gpuagg_sketch") +
                            (every_row ? "_every" : bytes ? "_bytes" : "");
   cl::Kernel kernel = ctx_.kernel(estimate_program(), name.c_str());
   const std::size_t local =
@@ -184,7 +170,7 @@ detail::host_sketch aggregation_driver<Bound>::sketch_on_device(const std::vecto
     args.seen = {registers};
     detail::bind_arguments(kernel, "the group estimate's sketch", args);
   } else {
-    auto& args = args_of_sketch;
+    detail::kernels::sketch_args<cl::Buffer> args;
     args.key_columns = inputs;
     args.first = first;
     args.stride = stride;
@@ -195,42 +181,17 @@ detail::host_sketch aggregation_driver<Bound>::sketch_on_device(const std::vecto
     args.registers = sketch_registers;
     args.counts = sketch_counts;
     args.scratch = {3 * local * sizeof(cl_uint)};
-    if (!with_range) detail::bind_arguments(kernel, "the group estimate's sketch", args);
+    detail::bind_arguments(kernel, "the group estimate's sketch", args);
   }
-  std::uint64_t groups =
+  const std::uint64_t groups =
       std::clamp<std::uint64_t>((n + local - 1) / local, 1, std::uint64_t{ctx_.info().compute_units} * 16);
-  // With the range: as many work groups for each part, the more of the two (a part's extra work
-  // groups find no rows), alternating.
-  const std::uint64_t range_groups = with_range ? std::max(groups, key_range_groups(local)) : 0;
-  const std::uint64_t range_bytes = range_groups * fields * 4 * sizeof(cl_ulong);
-  cl::Buffer range_out;
-  if (with_range) {
-    range_out = allocate(range_bytes, "the key range's extremes");
-    detail::kernels::sketch_range_args<cl::Buffer> args;
-    args.sketch = args_of_sketch;
-    args.range_first = columns_.front().offset;
-    args.range_n = rows_;
-    args.range_groups = static_cast<std::uint32_t>(range_groups);
-    args.out = range_out;
-    args.scratch = {fields * 4 * local * sizeof(cl_ulong)};
-    detail::bind_arguments(kernel, "the group estimate's sketch and the key range", args);
-    groups = 2 * range_groups;
-  }
   cl::Event done;
   launch(kernel, static_cast<std::size_t>(groups * local), local, "the group estimate's sketch", &done);
-  const std::uint64_t counts_at = register_bytes;
-  const std::uint64_t range_at = (counts_at + 3 * sizeof(cl_ulong) + 63) / 64 * 64;
-  auto [pinned, size_class] =
-      ctx_.pooled_pinned(range_at + range_bytes, "the sketches' host copy");
+  auto [pinned, size_class] = ctx_.pooled_pinned(register_bytes + 3 * sizeof(cl_ulong), "the sketches' host copy");
   auto* host = static_cast<char*>(pinned.mapped);
   cl_int read = queue.enqueueReadBuffer(sketch_registers, every_row ? CL_TRUE : CL_FALSE, 0, register_bytes, host);
   if (read == CL_SUCCESS && !every_row) {
-    read = queue.enqueueReadBuffer(sketch_counts, with_range ? CL_FALSE : CL_TRUE, 0, 3 * sizeof(cl_ulong),
-                                   host + counts_at);
-  }
-  if (read == CL_SUCCESS && with_range) {
-    read = queue.enqueueReadBuffer(range_out, CL_TRUE, 0, range_bytes, host + range_at);
-    if (read == CL_SUCCESS) early_extremes_ = extremes_of(reinterpret_cast<const cl_ulong*>(host + range_at), range_groups);
+    read = queue.enqueueReadBuffer(sketch_counts, CL_TRUE, 0, 3 * sizeof(cl_ulong), host + register_bytes);
   }
   detail::host_sketch sketch;
   if (read == CL_SUCCESS) {
@@ -263,7 +224,6 @@ detail::host_sketch aggregation_driver<Bound>::sketch_on_device(const std::vecto
   detail::wait_for(done, "the group estimate's sketch");
   stats_.estimate_seconds += detail::event_seconds(done);
   recycle(sketch_registers);
-  if (with_range) recycle(range_out);
   if (!every_row) recycle(sketch_counts);
   return sketch;
 }

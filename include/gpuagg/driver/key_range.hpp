@@ -10,7 +10,6 @@
 #include <algorithm>
 #include <array>
 #include <type_traits>
-#include <utility>
 
 #include "../kernels/key_range.hpp"
 #include "kernel_binder.hpp"
@@ -18,39 +17,13 @@
 namespace gpuagg {
 
 template <class Bound>
-std::uint64_t aggregation_driver<Bound>::key_range_groups(std::size_t local) const {
-  return std::clamp<std::uint64_t>((rows_ + local - 1) / local, 1, std::uint64_t{ctx_.info().compute_units} * 16);
-}
-
-template <class Bound>
-auto aggregation_driver<Bound>::extremes_of(const cl_ulong* words, std::uint64_t groups) -> key_extremes {
-  constexpr std::uint32_t fields = key_policy::layout.count;
-  key_extremes found;
-  found.low.fill(~std::uint64_t{0});
-  found.signed_low.fill(~std::uint64_t{0});
-  for (std::uint64_t g = 0; g < groups; ++g) {
-    for (std::uint32_t f = 0; f < fields; ++f) {
-      const cl_ulong* w = words + 4 * (g * fields + f);
-      found.low[f] = std::min<std::uint64_t>(found.low[f], w[0]);
-      found.high[f] = std::max<std::uint64_t>(found.high[f], w[1]);
-      found.signed_low[f] = std::min<std::uint64_t>(found.signed_low[f], w[2]);
-      found.signed_high[f] = std::max<std::uint64_t>(found.signed_high[f], w[3]);
-    }
-  }
-  return found;
-}
-
-template <class Bound>
 auto aggregation_driver<Bound>::read_key_extremes() -> key_extremes {
-  if (early_extremes_) {
-    stats_.key_range_beside_sketch = true;
-    return *std::exchange(early_extremes_, std::nullopt);
-  }
   constexpr std::uint32_t fields = key_policy::layout.count;
   const auto& key = columns_.front();
   cl::Kernel kernel = ctx_.kernel(estimate_program(), "gpuagg_key_range");
   const std::size_t local = std::min<std::size_t>(256, detail::power_of_two_below(kernel_work_group_limit(kernel)));
-  const std::uint64_t groups = key_range_groups(local);
+  const std::uint64_t groups =
+      std::clamp<std::uint64_t>((rows_ + local - 1) / local, 1, std::uint64_t{ctx_.info().compute_units} * 16);
   const std::uint64_t bytes = groups * fields * 4 * sizeof(cl_ulong);
   const cl::Buffer out = allocate(bytes, "the key range's extremes");
   detail::kernels::key_range_args<cl::Buffer> args;
@@ -62,9 +35,22 @@ auto aggregation_driver<Bound>::read_key_extremes() -> key_extremes {
   detail::bind_arguments(kernel, "the key range", args);
   launch(kernel, static_cast<std::size_t>(groups * local), local, "the key range", nullptr);
   auto [pinned, size_class] = ctx_.pooled_pinned(bytes, "the key range's host copy");
+  const auto* words = static_cast<const cl_ulong*>(pinned.mapped);
   const cl_int read = ctx_.compute_queue().enqueueReadBuffer(out, CL_TRUE, 0, bytes, pinned.mapped);
   key_extremes found;
-  if (read == CL_SUCCESS) found = extremes_of(static_cast<const cl_ulong*>(pinned.mapped), groups);
+  found.low.fill(~std::uint64_t{0});
+  found.signed_low.fill(~std::uint64_t{0});
+  if (read == CL_SUCCESS) {
+    for (std::uint64_t g = 0; g < groups; ++g) {
+      for (std::uint32_t f = 0; f < fields; ++f) {
+        const cl_ulong* w = words + 4 * (g * fields + f);
+        found.low[f] = std::min<std::uint64_t>(found.low[f], w[0]);
+        found.high[f] = std::max<std::uint64_t>(found.high[f], w[1]);
+        found.signed_low[f] = std::min<std::uint64_t>(found.signed_low[f], w[2]);
+        found.signed_high[f] = std::max<std::uint64_t>(found.signed_high[f], w[3]);
+      }
+    }
+  }
   ctx_.recycle_pinned(size_class, pinned);
   detail::check(read, "reading the key range");
   return found;

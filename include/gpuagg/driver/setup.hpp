@@ -130,7 +130,6 @@ void aggregation_driver<Bound>::setup() {
     builds_before_ = handover_->builds_before;
     stats_.host = handover_->stats.host;
     stats_.estimate_seconds = handover_->stats.estimate_seconds;
-    stats_.key_range_beside_sketch = handover_->stats.key_range_beside_sketch;
     stats_.peak_device_bytes = handover_->stats.peak_device_bytes;
   } else if (shared_ != nullptr && !on_device_) {
     // Another driver's set-up may be making it: a wait for it counts as this one's estimate.
@@ -256,18 +255,6 @@ void aggregation_driver<Bound>::setup_for_partials(std::uint64_t groups) {
 
 template <class Bound>
 void aggregation_driver<Bound>::make_planner(const detail::sample_profile& sample, group_estimate groups) {
-  planner_.emplace(ctx_.info(), shape_, planner_profile(sample, groups), opts_,
-                   [this](const kernel_variant& variant) { return kernel_limit(variant); });
-  block_rows_ = planner_->block_rows();
-  slice_rows_ = planner_->tuning_block_rows();
-  window_ = planner_->window();
-  stats_.plan_level = planner_->entry().level;
-  stats_.scattered_keys = planner_->scattered_keys();
-}
-
-template <class Bound>
-input_profile aggregation_driver<Bound>::planner_profile(const detail::sample_profile& sample,
-                                                         group_estimate groups) const {
   input_profile profile;
   profile.rows = rows_;
   profile.on_device = on_device_;
@@ -287,7 +274,13 @@ input_profile aggregation_driver<Bound>::planner_profile(const detail::sample_pr
   for (const auto& [key, count] : sample.frequent) profile.frequent_counts.push_back(count);
   profile.sample_keys = sample.keys;
   profile.sample_once = sample.once;
-  return profile;
+  planner_.emplace(ctx_.info(), shape_, std::move(profile), opts_,
+                   [this](const kernel_variant& variant) { return kernel_limit(variant); });
+  block_rows_ = planner_->block_rows();
+  slice_rows_ = planner_->tuning_block_rows();
+  window_ = planner_->window();
+  stats_.plan_level = planner_->entry().level;
+  stats_.scattered_keys = planner_->scattered_keys();
 }
 
 }  // namespace gpuagg

@@ -58,16 +58,16 @@ inline void gpuagg_sketch_raise_byte(__global uint* regs, uint index, uint rank,
     const uint word_ = cached[(index) >> 2]; \
     if (((word_ >> (((index) & 3u) * 8u)) & 0xFFu) < (rank)) gpuagg_sketch_raise_byte(regs, index, rank, word_); }
 #define GPUAGG_SKETCH_RAISE_WORD(index, rank) { if (cached[index] < (rank)) atomic_max(regs + (index), rank); }
-// The strided sample's body, for work item `GID` of `GSIZE` (a kernel's own, or its share of a
-// kernel that also reads the key range: kernels/key_range.hpp); every work item of a work group
-// runs it (it ends in the work group's reduction).
-#define GPUAGG_SAMPLED_SKETCH_BODY(LOAD, RAISE, GID, GSIZE) \
+#define GPUAGG_DEFINE_SAMPLED_SKETCH(NAME, LOAD, RAISE, ...) \
+__kernel void NAME(__VA_ARGS__, const ulong first, const ulong stride, const ulong n, const ulong rows_end, \
+                   const uint sampled, const ulong hot, __global uint* regs, __global ulong* restrict counts, \
+                   __local uint* restrict scratch) { \
   __global const uint* cached = regs; \
   uint pairs = 0u; \
   uint equal = 0u; \
   uint hots = 0u; \
   const ulong every = gpuagg_compare_every(n); \
-  for (ulong i = (GID); i < n; i += (GSIZE)) { \
+  for (ulong i = get_global_id(0); i < n; i += get_global_size(0)) { \
     const ulong row = first + i * stride + gpuagg_stride_offset(i, stride); \
     const ulong key_ = (ulong)(LOAD(row)); \
     GPUAGG_SKETCH_SLOT(key_) \
@@ -101,13 +101,7 @@ inline void gpuagg_sketch_raise_byte(__global uint* regs, uint index, uint rank,
     atom_add(counts, (ulong)scratch[0]); \
     atom_add(counts + 1, (ulong)scratch[1]); \
     atom_add(counts + 2, (ulong)scratch[2]); \
-  }
-#define GPUAGG_SAMPLED_SKETCH_PARAMS \
-  const ulong first, const ulong stride, const ulong n, const ulong rows_end, const uint sampled, const ulong hot, \
-  __global uint* regs, __global ulong* restrict counts, __local uint* restrict scratch
-#define GPUAGG_DEFINE_SAMPLED_SKETCH(NAME, LOAD, RAISE, ...) \
-__kernel void NAME(__VA_ARGS__, GPUAGG_SAMPLED_SKETCH_PARAMS) { \
-  GPUAGG_SAMPLED_SKETCH_BODY(LOAD, RAISE, get_global_id(0), get_global_size(0)) \
+  } \
 }
 // The sketch of every row keeps a copy of the registers in local memory, a byte each (`seen`,
 // a lower bound of each global register): a row whose rank it does not exceed reads nothing

@@ -9,7 +9,6 @@
 
 #include "../detail/fixed_string.hpp"
 #include "args.hpp"
-#include "estimate.hpp"
 
 namespace gpuagg::detail::kernels {
 
@@ -40,85 +39,61 @@ inline constexpr fixed_string key_range_kernel{R"CLC(
       const GPUAGG_RANGE_T v_ = (GPUAGG_RANGE_T)(k_ >> shifts[f_]) & masks[f_]; \
       lo[f_] = min(lo[f_], v_); hi[f_] = max(hi[f_], v_); \
       slo[f_] = min(slo[f_], v_ ^ tops[f_]); shi[f_] = max(shi[f_], v_ ^ tops[f_]); } }
-// The body for work item `GID` of `GSIZE`, in work group `GROUP` of the pass: a kernel's own, or
-// its share of a kernel that also sketches (below).
-#define GPUAGG_KEY_RANGE_BODY(FIRST, N, GID, GSIZE, GROUP, OUT, SCRATCH) { \
-  const uint shifts[GPUAGG_RANGE_FIELDS] = GPUAGG_RANGE_SHIFTS; \
-  const uint widths[GPUAGG_RANGE_FIELDS] = GPUAGG_RANGE_WIDTHS; \
-  GPUAGG_RANGE_T masks[GPUAGG_RANGE_FIELDS], tops[GPUAGG_RANGE_FIELDS]; \
-  GPUAGG_RANGE_T lo[GPUAGG_RANGE_FIELDS], hi[GPUAGG_RANGE_FIELDS], slo[GPUAGG_RANGE_FIELDS], \
-      shi[GPUAGG_RANGE_FIELDS]; \
-  for (uint f = 0; f < GPUAGG_RANGE_FIELDS; ++f) { \
-    masks[f] = (GPUAGG_RANGE_T)(widths[f] >= 64u ? ~0ul : ((1ul << widths[f]) - 1ul)); \
-    tops[f] = (GPUAGG_RANGE_T)(1ul << (widths[f] - 1u)); \
-    lo[f] = (GPUAGG_RANGE_T)~0ul; hi[f] = 0; slo[f] = (GPUAGG_RANGE_T)~0ul; shi[f] = 0; \
-  } \
-  const ulong end = (FIRST) + (N); \
-  const ulong step = (GSIZE); \
-  ulong row = (FIRST) + (GID); \
-  /* Four loads in flight before the first compare. */ \
-  for (; row + 3ul * step < end; row += 4ul * step) { \
-    const KEY_T k0 = KEY_LOAD(row), k1 = KEY_LOAD(row + step), k2 = KEY_LOAD(row + 2ul * step), \
-                k3 = KEY_LOAD(row + 3ul * step); \
-    GPUAGG_RANGE_STEP(k0) GPUAGG_RANGE_STEP(k1) GPUAGG_RANGE_STEP(k2) GPUAGG_RANGE_STEP(k3) \
-  } \
-  for (; row < end; row += step) GPUAGG_RANGE_STEP(KEY_LOAD(row)) \
-  const uint l = get_local_id(0); \
-  const uint size = get_local_size(0); \
-  for (uint f = 0; f < GPUAGG_RANGE_FIELDS; ++f) { \
-    __local ulong* mine = (SCRATCH) + 4u * f * size; \
-    mine[l] = lo[f]; \
-    mine[size + l] = hi[f]; \
-    mine[2u * size + l] = slo[f]; \
-    mine[3u * size + l] = shi[f]; \
-  } \
-  barrier(CLK_LOCAL_MEM_FENCE); \
-  for (uint s = size / 2u; s > 0u; s >>= 1) { \
-    if (l < s) { \
-      for (uint f = 0; f < GPUAGG_RANGE_FIELDS; ++f) { \
-        __local ulong* mine = (SCRATCH) + 4u * f * size; \
-        mine[l] = min(mine[l], mine[l + s]); \
-        mine[size + l] = max(mine[size + l], mine[size + l + s]); \
-        mine[2u * size + l] = min(mine[2u * size + l], mine[2u * size + l + s]); \
-        mine[3u * size + l] = max(mine[3u * size + l], mine[3u * size + l + s]); \
-      } \
-    } \
-    barrier(CLK_LOCAL_MEM_FENCE); \
-  } \
-  if (l == 0u) { \
-    for (uint f = 0; f < GPUAGG_RANGE_FIELDS; ++f) { \
-      __local const ulong* mine = (SCRATCH) + 4u * f * size; \
-      __global ulong* group = (OUT) + 4ul * ((ulong)GPUAGG_RANGE_FIELDS * (GROUP) + f); \
-      group[0] = mine[0]; \
-      group[1] = mine[size]; \
-      group[2] = mine[2u * size]; \
-      group[3] = mine[3u * size]; \
-    } \
-  } }
 __kernel void gpuagg_key_range(KEY_PARAMS, const ulong first, const ulong n, __global ulong* out,
                                __local ulong* scratch) {
-  GPUAGG_KEY_RANGE_BODY(first, n, get_global_id(0), get_global_size(0), get_group_id(0), out, scratch)
+  const uint shifts[GPUAGG_RANGE_FIELDS] = GPUAGG_RANGE_SHIFTS;
+  const uint widths[GPUAGG_RANGE_FIELDS] = GPUAGG_RANGE_WIDTHS;
+  GPUAGG_RANGE_T masks[GPUAGG_RANGE_FIELDS], tops[GPUAGG_RANGE_FIELDS];
+  GPUAGG_RANGE_T lo[GPUAGG_RANGE_FIELDS], hi[GPUAGG_RANGE_FIELDS], slo[GPUAGG_RANGE_FIELDS],
+      shi[GPUAGG_RANGE_FIELDS];
+  for (uint f = 0; f < GPUAGG_RANGE_FIELDS; ++f) {
+    masks[f] = (GPUAGG_RANGE_T)(widths[f] >= 64u ? ~0ul : ((1ul << widths[f]) - 1ul));
+    tops[f] = (GPUAGG_RANGE_T)(1ul << (widths[f] - 1u));
+    lo[f] = (GPUAGG_RANGE_T)~0ul; hi[f] = 0; slo[f] = (GPUAGG_RANGE_T)~0ul; shi[f] = 0;
+  }
+  const ulong end = first + n;
+  const ulong step = get_global_size(0);
+  ulong row = first + get_global_id(0);
+  // Four loads in flight before the first compare.
+  for (; row + 3ul * step < end; row += 4ul * step) {
+    const KEY_T k0 = KEY_LOAD(row), k1 = KEY_LOAD(row + step), k2 = KEY_LOAD(row + 2ul * step),
+                k3 = KEY_LOAD(row + 3ul * step);
+    GPUAGG_RANGE_STEP(k0) GPUAGG_RANGE_STEP(k1) GPUAGG_RANGE_STEP(k2) GPUAGG_RANGE_STEP(k3)
+  }
+  for (; row < end; row += step) GPUAGG_RANGE_STEP(KEY_LOAD(row))
+  const uint l = get_local_id(0);
+  const uint size = get_local_size(0);
+  for (uint f = 0; f < GPUAGG_RANGE_FIELDS; ++f) {
+    __local ulong* mine = scratch + 4u * f * size;
+    mine[l] = lo[f];
+    mine[size + l] = hi[f];
+    mine[2u * size + l] = slo[f];
+    mine[3u * size + l] = shi[f];
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (uint s = size / 2u; s > 0u; s >>= 1) {
+    if (l < s) {
+      for (uint f = 0; f < GPUAGG_RANGE_FIELDS; ++f) {
+        __local ulong* mine = scratch + 4u * f * size;
+        mine[l] = min(mine[l], mine[l + s]);
+        mine[size + l] = max(mine[size + l], mine[size + l + s]);
+        mine[2u * size + l] = min(mine[2u * size + l], mine[2u * size + l + s]);
+        mine[3u * size + l] = max(mine[3u * size + l], mine[3u * size + l + s]);
+      }
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  if (l == 0u) {
+    for (uint f = 0; f < GPUAGG_RANGE_FIELDS; ++f) {
+      __local const ulong* mine = scratch + 4u * f * size;
+      __global ulong* group = out + 4ul * ((ulong)GPUAGG_RANGE_FIELDS * get_group_id(0) + f);
+      group[0] = mine[0];
+      group[1] = mine[size];
+      group[2] = mine[2u * size];
+      group[3] = mine[3u * size];
+    }
+  }
 }
-// The strided sample's sketch (kernels/estimate.hpp) and the key range in one launch, where the
-// plan may want the range after the estimate (query_planner::direct_range_likely): the sketch's
-// scattered reads wait on memory latency, the range's stream at the memory's bandwidth, so side
-// by side the sketch costs little beyond the range's pass, and the range no launch and read of
-// its own. Work groups alternate: even ones sketch (work group g / 2 of range_groups), odd ones
-// read the range; each part has range_groups work groups.
-#define GPUAGG_DEFINE_SKETCH_RANGE(NAME, RAISE) \
-__kernel void NAME(KEY_PARAMS, GPUAGG_SAMPLED_SKETCH_PARAMS, const ulong range_first, const ulong range_n, \
-                   const uint range_groups, __global ulong* range_out, __local ulong* range_scratch) { \
-  const ulong part_size_ = (ulong)range_groups * get_local_size(0); \
-  const uint part_group_ = get_group_id(0) / 2u; \
-  const ulong part_id_ = (ulong)part_group_ * get_local_size(0) + get_local_id(0); \
-  if ((get_group_id(0) & 1u) == 0u) { \
-    GPUAGG_SAMPLED_SKETCH_BODY(KEY_LOAD, RAISE, part_id_, part_size_) \
-  } else { \
-    GPUAGG_KEY_RANGE_BODY(range_first, range_n, part_id_, part_size_, part_group_, range_out, range_scratch) \
-  } \
-}
-GPUAGG_DEFINE_SKETCH_RANGE(gpuagg_sketch_range, GPUAGG_SKETCH_RAISE_WORD)
-GPUAGG_DEFINE_SKETCH_RANGE(gpuagg_sketch_range_bytes, GPUAGG_SKETCH_RAISE_BYTE)
 )CLC"};
 
 /// gpuagg_key_range(KEY_PARAMS, first, n, out, scratch).
@@ -134,28 +109,6 @@ struct key_range_args {
     f(key_columns);
     f(first);
     f(n);
-    f(out);
-    f(scratch);
-  }
-};
-
-/// gpuagg_sketch_range(KEY_PARAMS, the strided sketch's parameters (sketch_args), range_first,
-/// range_n, range_groups, range_out, range_scratch) and gpuagg_sketch_range_bytes: a launch of
-/// 2 range_groups work groups.
-template <class Buffer>
-struct sketch_range_args {
-  sketch_args<Buffer> sketch;
-  std::uint64_t range_first = 0;
-  std::uint64_t range_n = 0;
-  std::uint32_t range_groups = 1;  ///< work groups of each part
-  Buffer out;                      ///< four words a field a range work group
-  local_memory scratch;            ///< four words a field a work item
-  template <class F>
-  void for_each(F& f) const {
-    sketch.for_each(f);
-    f(range_first);
-    f(range_n);
-    f(range_groups);
     f(out);
     f(scratch);
   }

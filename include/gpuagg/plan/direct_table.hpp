@@ -40,20 +40,6 @@ inline bool query_planner::direct_range_wanted() const {
          detail::box_spans_code(profile_.key_box).has_value();
 }
 
-inline bool query_planner::direct_range_likely(const device_info& device, const query_shape& shape,
-                                               input_profile profile, const options& opts) {
-  if (!profile.sampled || profile.key_box.fields == 0) return false;
-  const double keys = profile.key_box.fields == 1 ? profile.key_span : profile.key_box.keys();
-  if (!(keys >= 1) || keys > double(direct_max_keys)) return false;
-  profile.expected_groups = static_cast<std::uint64_t>(keys);
-  profile.source = estimate_source::sketch;
-  // The plan's choices beside this one (local tables, hot keys) read kernel limits; this one
-  // does not, so any limit serves.
-  const query_planner likely(device, shape, std::move(profile), opts,
-                             [](const kernel_variant&) { return std::uint32_t{256}; });
-  return likely.direct_range_wanted();
-}
-
 inline std::optional<exact_key_range> query_planner::direct_domain(const exact_key_range& range) const {
   if (!direct_range_wanted() || profile_.key_box.fields != 1 || range.extent >= direct_max_keys) return std::nullopt;
   const std::uint64_t hashed = initial_table_capacity();
