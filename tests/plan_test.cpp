@@ -1176,12 +1176,24 @@ TEST_CASE("direct addressing's pieces: a copy as large as the hash table of its 
   CHECK(plan(h100(), uniform_input(groups), {}, three).partition_copy_row_bytes() == 8);
   CHECK_FALSE(q.partition_copy_buckets());
   CHECK(q.partition_copy_row_bytes() == direct.row_bytes);
+  // COUNT by the first column over an exact box: 4,096 x 4,096 keys in 8 runs, 512 values of
+  // the first column each (a run's 2^21 buckets, as planned); 100 values over 8 runs make
+  // regions of 13 where 12.5 were planned (within a quarter); 6 values over 8 runs, or a box
+  // not known exact, or a hash table: by bucket.
+  const std::uint64_t box = std::uint64_t{1} << 24;
+  CHECK(p.first_column_region(box, 4096, 8, true) == 512);
+  CHECK(p.first_column_region(box, 4096, 8, false) == 0);
+  CHECK(p.first_column_region(100 * 4096, 100, 8, true) == 13);
+  CHECK(p.first_column_region(6 * 4096, 6, 8, true) == 0);
+  CHECK(p.first_column_region(box, 4096, 1, true) == 4096);
+  CHECK(p.first_column_region(box, 3000, 8, true) == 0);  // not the box's shape: no digit
   query_shape hashed_pair = pair;
   hashed_pair.identity_scheme = false;
   hashed_pair.domain_size = 0;
   const auto hp = plan(h100(), uniform_input(groups), {}, hashed_pair);
   CHECK(hp.partition_copy_row_bytes() == 12);
   CHECK(hp.partition_piece_rows(std::uint64_t{1} << 25, true) == hp.hashed_table_bytes() / 8 * 5 / 12);
+  CHECK(hp.first_column_region(box, 4096, 8, true) == 0);
   // The hash scheme's own: its table's bytes.
   const auto hashed = plan(h100(), uniform_input(groups));
   CHECK(hashed.partition_piece_rows(std::uint64_t{1} << 25, true) == hashed.hashed_table_bytes() / 8 * 5 / 8);

@@ -154,6 +154,22 @@ class query_planner {
     return shape_.row_bytes - std::min(shape_.key_row_bytes, shape_.row_bytes) + bucket_copy_bytes;
   }
   static constexpr std::uint32_t bucket_copy_bytes = 4;
+  /// COUNT's runs by the first key column alone (kernels/partition.hpp: first_region). Over
+  /// direct addressing's box a bucket's most significant digit is its first column's offset,
+  /// so where every key lies in the box (`exact_box`: the plan's exact box; a caller's domain
+  /// may leave keys outside, to the spill area) a run of whole values of that column is a run of
+  /// buckets, and COUNT reads one key column where a bucket needs all. The box's first column
+  /// spans `first_span` of its `capacity` buckets; `parts` runs were planned. Returns the values
+  /// of the first column a run (its region is that times capacity / first_span buckets), or 0
+  /// where the box is not exact or such a region would be more than a quarter larger than
+  /// the planned one (fewer first-column values than runs).
+  std::uint64_t first_column_region(std::uint64_t capacity, std::uint64_t first_span, std::uint32_t parts,
+                                    bool exact_box) const noexcept {
+    if (!exact_box || !shape_.identity_scheme || first_span == 0 || parts == 0 || capacity % first_span != 0) return 0;
+    const std::uint64_t region = (capacity + parts - 1) / parts;
+    const std::uint64_t values = (first_span + parts - 1) / parts;
+    return values * (capacity / first_span) * 4 <= region * 5 ? values : 0;
+  }
 
   /// Buckets of WORKGROUPLOCAL's local table: the range local table's (range_local), the perfect
   /// local table's (perfect_local), else probed_local_capacity.

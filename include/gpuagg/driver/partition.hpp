@@ -66,7 +66,19 @@ auto aggregation_driver<Bound>::partition_count(const std::vector<cl::Buffer>& i
   tiles = std::clamp<std::uint64_t>(partition_count_words_ / (layout.pieces * parts), 1, tiles);
   // Pieces of whole tiles: a piece is at most per_piece + tiles - 1 rows, which its copy holds.
   const std::uint64_t tile_rows = (rows + layout.pieces * tiles - 1) / (layout.pieces * tiles);
-  const std::uint64_t region = (table_.capacity + parts - 1) / parts;
+  std::uint64_t region = (table_.capacity + parts - 1) / parts;
+  std::uint64_t first_region = 0;
+  if constexpr (identity_scheme && key_policy::layout.count > 1) {
+    if (table_.bits != 0) {
+      // Runs of whole values of the first key column where every key lies in the box.
+      std::uint64_t low = 1;
+      for (std::uint32_t f = 1; f < key_policy::layout.count; ++f) {
+        low *= detail::box_code_span(table_.bits, key_policy::layout.count, f);
+      }
+      first_region = planner_->first_column_region(table_.capacity, table_.capacity / low, parts, exact_box());
+      if (first_region != 0) region = first_region * low;
+    }
+  }
   auto& params = layout.params;
   params.row_begin = row_begin;
   params.row_end = row_end;
@@ -79,6 +91,7 @@ auto aggregation_driver<Bound>::partition_count(const std::vector<cl::Buffer>& i
   params.piece_tiles = static_cast<std::uint32_t>(tiles);
   params.piece = 0;
   params.bucketed = planner_->partition_copy_buckets() ? 1 : 0;
+  params.first_region = static_cast<std::uint32_t>(first_region);
   const std::size_t local = partition_local_;
   const std::size_t e = events.size();
   events.resize(e + 3);

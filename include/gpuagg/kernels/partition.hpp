@@ -33,7 +33,7 @@ inline uint gpuagg_part(KEY_T k, uint bits, uint capacity, KEY_T key_min, uint r
 #define GPUAGG_PARTITION_PARAMS \
   const ulong row_begin, const ulong row_end, const ulong tile_rows, const uint bits, const uint capacity, \
   const KEY_T key_min, const uint region, const uint parts, const uint piece_tiles, const uint piece, \
-  const uint bucketed
+  const uint bucketed, const uint first_region
 
 // Tile t (work group t) holds rows [row_begin + t * tile_rows, + tile_rows), tile t % piece_tiles
 // of piece t / piece_tiles: counts[(piece * parts + p) * piece_tiles + t % piece_tiles].
@@ -44,6 +44,21 @@ __kernel void gpuagg_partition_count(KEY_PARAMS, GPUAGG_PARTITION_PARAMS, __glob
   barrier(CLK_LOCAL_MEM_FENCE);
   const ulong begin = row_begin + tile * tile_rows;
   const ulong end = min(begin + tile_rows, row_end);
+#if defined(KEY_FIELDS) && KEY_FIELDS > 1
+  // With `first_region` (direct addressing over the plan's exact box, every key inside it: query_planner::
+  // first_column_region), a run is `first_region` values of the first key column, the bucket's
+  // most significant digit, so its run is that column's offset / first_region: one column read.
+  if (first_region != 0u) {
+    const uint shifts[KEY_FIELDS] = KEY_FIELD_SHIFTS;
+    const uint widths[KEY_FIELDS] = KEY_FIELD_BITS;
+    const KEY_T lowest = key_min >> shifts[0];
+    const KEY_T mask = widths[0] >= 8u * (uint)sizeof(KEY_T) ? ~(KEY_T)0 : (((KEY_T)1 << widths[0]) - (KEY_T)1);
+    for (ulong row = begin + get_local_id(0); row < end; row += get_local_size(0)) {
+      const uint offset = (uint)((((KEY_T)key_in0[row]) - lowest) & mask);
+      atomic_inc(&hist[min(offset / first_region, parts - 1u)]);
+    }
+  } else
+#endif
   for (ulong row = begin + get_local_id(0); row < end; row += get_local_size(0)) {
     atomic_inc(&hist[gpuagg_part(KEY_LOAD(row), bits, capacity, key_min, region, parts)]);
   }
@@ -188,6 +203,7 @@ struct partition_params {
   std::uint32_t piece_tiles = 1;  ///< tiles of each piece
   std::uint32_t piece = 0;        ///< SCATTER: the piece [row_begin, row_end) is
   std::uint32_t bucketed = 0;     ///< SCATTER writes buckets, not keys (64-bit key words only)
+  std::uint32_t first_region = 0;  ///< COUNT: values of the first key column a run (0: by bucket)
   template <class F>
   void for_each(F& f) const {
     f(row_begin);
@@ -201,6 +217,7 @@ struct partition_params {
     f(piece_tiles);
     f(piece);
     f(bucketed);
+    f(first_region);
   }
 };
 
