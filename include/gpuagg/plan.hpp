@@ -162,7 +162,7 @@ class query_planner {
   /// spans `first_span` of its `capacity` buckets; `parts` runs were planned. Returns the values
   /// of the first column a run (its region is that times capacity / first_span buckets), or 0
   /// where the box is not exact or such a region would be more than a quarter larger than
-  /// the planned one (fewer first-column values than runs).
+  /// the planned one (a few first-column values a run, rounded up).
   std::uint64_t first_column_region(std::uint64_t capacity, std::uint64_t first_span, std::uint32_t parts,
                                     bool exact_box) const noexcept {
     if (!exact_box || !shape_.identity_scheme || first_span == 0 || parts == 0 || capacity % first_span != 0) return 0;

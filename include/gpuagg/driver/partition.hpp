@@ -75,7 +75,9 @@ auto aggregation_driver<Bound>::partition_count(const std::vector<cl::Buffer>& i
       for (std::uint32_t f = 1; f < key_policy::layout.count; ++f) {
         low *= detail::box_code_span(table_.bits, key_policy::layout.count, f);
       }
-      first_region = planner_->first_column_region(table_.capacity, table_.capacity / low, parts, exact_box());
+      if (low != 0) {
+        first_region = planner_->first_column_region(table_.capacity, table_.capacity / low, parts, exact_box());
+      }
       if (first_region != 0) region = first_region * low;
     }
   }

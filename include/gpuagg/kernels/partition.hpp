@@ -45,9 +45,10 @@ __kernel void gpuagg_partition_count(KEY_PARAMS, GPUAGG_PARTITION_PARAMS, __glob
   const ulong begin = row_begin + tile * tile_rows;
   const ulong end = min(begin + tile_rows, row_end);
 #if defined(KEY_FIELDS) && KEY_FIELDS > 1
-  // With `first_region` (direct addressing over the plan's exact box, every key inside it: query_planner::
-  // first_column_region), a run is `first_region` values of the first key column, the bucket's
-  // most significant digit, so its run is that column's offset / first_region: one column read.
+  // With `first_region` (direct addressing over the plan's exact box, every key inside it:
+  // query_planner::first_column_region), a run is `first_region` values of the first key column,
+  // the bucket's most significant digit: a row's run is that column's offset / first_region, and
+  // COUNT reads that column alone.
   if (first_region != 0u) {
     const uint shifts[KEY_FIELDS] = KEY_FIELD_SHIFTS;
     const uint widths[KEY_FIELDS] = KEY_FIELD_BITS;
