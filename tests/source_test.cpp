@@ -207,6 +207,7 @@ TEST_CASE("PARTITION's kernels order a block's rows into runs by table region, p
         k.setArg(at++, cl_uint(tiles));
         k.setArg(at++, cl_uint(piece));
         k.setArg(at++, cl_uint(0));  // bucketed: SCATTER copies the keys
+        k.setArg(at++, cl_uint(0));  // first_region: COUNT runs rows by their bucket
         return at;
       };
       auto& queue = c.compute_queue();
