@@ -44,7 +44,7 @@ __kernel void gpuagg_partition_count(KEY_PARAMS, GPUAGG_PARTITION_PARAMS, __glob
   barrier(CLK_LOCAL_MEM_FENCE);
   const ulong begin = row_begin + tile * tile_rows;
   const ulong end = min(begin + tile_rows, row_end);
-#if defined(KEY_FIELDS) && KEY_FIELDS > 1
+#if defined(KEY_FIELDS) && KEY_FIELDS > 1 && defined(GPUAGG_DENSE_TABLE)
   // With `first_region` (direct addressing over the plan's exact box, every key inside it:
   // query_planner::first_column_region), a run is `first_region` values of the first key column,
   // the bucket's most significant digit: a row's run is that column's offset / first_region, and
@@ -53,7 +53,7 @@ __kernel void gpuagg_partition_count(KEY_PARAMS, GPUAGG_PARTITION_PARAMS, __glob
     const uint shifts[KEY_FIELDS] = KEY_FIELD_SHIFTS;
     const uint widths[KEY_FIELDS] = KEY_FIELD_BITS;
     const KEY_T lowest = key_min >> shifts[0];
-    const KEY_T mask = widths[0] >= 8u * (uint)sizeof(KEY_T) ? ~(KEY_T)0 : (((KEY_T)1 << widths[0]) - (KEY_T)1);
+    const KEY_T mask = gpuagg_box_mask(widths[0]);
     for (ulong row = begin + get_local_id(0); row < end; row += get_local_size(0)) {
       const uint offset = (uint)((((KEY_T)key_in0[row]) - lowest) & mask);
       atomic_inc(&hist[min(offset / first_region, parts - 1u)]);
