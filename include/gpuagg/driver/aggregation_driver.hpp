@@ -166,7 +166,7 @@ class aggregation_driver {
   /// this driver runs nothing.
   bool handed_over() const noexcept { return handover_ != nullptr && handover_->range && !identity_scheme; }
   /// Direct addressing over the range or box a hash scheme's set-up read: every key lies in it.
-  bool exact_box() const noexcept { return identity_scheme && handover_ != nullptr && handover_->range.has_value(); }
+  bool exact_domain() const noexcept { return identity_scheme && handover_ != nullptr && handover_->range.has_value(); }
 
   std::uint64_t rows() const noexcept { return rows_; }
   /// Rows of the blocks run_remaining() runs, and of the (possibly smaller) blocks run_block()

@@ -76,7 +76,7 @@ auto aggregation_driver<Bound>::partition_count(const std::vector<cl::Buffer>& i
         low *= detail::box_code_span(table_.bits, key_policy::layout.count, f);
       }
       if (low != 0) {
-        first_region = planner_->first_column_region(table_.capacity, table_.capacity / low, parts, exact_box());
+        first_region = planner_->first_column_region(table_.capacity, table_.capacity / low, parts, exact_domain());
       }
       if (first_region != 0) region = first_region * low;
     }
