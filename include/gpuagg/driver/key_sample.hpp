@@ -216,11 +216,14 @@ sample_profile profile_sample(std::span<const Bits> sample, std::span<const Bits
   // Runs: how often a sampled row's right neighbour holds the same key, the frequent keys'
   // rows aside (their neighbours are equal because they are frequent, not because the input
   // is ordered). A row's key is frequent when its count in the table says so (its slot was
-  // kept: no second probe). Beside it, over every row, the run ends and the order of the rows
-  // s0, n0, s1, n1, ... (a sampled row, its neighbour, the next sampled row).
-  if (neighbours.size() == sample.size()) {
-    std::size_t pairs = 0;
-    std::size_t equal = 0;
+  // kept: no second probe). Only a row equal to its neighbour looks its count up (shuffled
+  // input has almost none, and each lookup is a miss in a table larger than the caches' share);
+  // the frequent keys' rows, which the pairs leave out, are summed over the used slots below.
+  // Beside it, over every row, the run ends and the order of the rows s0, n0, s1, n1, ... (a
+  // sampled row, its neighbour, the next sampled row).
+  const bool runs = neighbours.size() == sample.size();
+  std::size_t equal = 0;
+  if (runs) {
     std::uint64_t differ = 0;
     bool rising = true;
     bool falling = true;
@@ -234,11 +237,8 @@ sample_profile profile_sample(std::span<const Bits> sample, std::span<const Bits
         rising = rising && next <= sample[i + 1];
         falling = falling && next >= sample[i + 1];
       }
-      if (table[where[i]].count >= least) continue;
-      ++pairs;
-      equal += row == next ? 1 : 0;
+      if (row == next && table[where[i]].count < least) ++equal;
     }
-    profile.runs_share = pairs > 0 ? double(equal) / double(pairs) : 0.0;
     profile.neighbour_differ = differ;
     profile.ordered = rising || falling;
   }
@@ -248,7 +248,7 @@ sample_profile profile_sample(std::span<const Bits> sample, std::span<const Bits
   // checked rows alias with a pattern of the input as the sample's own can (rows alternating
   // between one key and others, sampled at a stride of 3 and checked every 16th: every checked
   // row held the one key, and its neighbour twice as often an unseen key as Good-Turing says).
-  if (neighbours.size() == sample.size() && used.size() <= max_sample_keys) {
+  if (runs && used.size() <= max_sample_keys) {
     const std::size_t step = std::max<std::size_t>(1, sample.size() / aliasing_checks);
     for (std::size_t k = 0; k * step < sample.size(); ++k) {
       const std::size_t i = std::min(sample.size() - 1, k * step + static_cast<std::size_t>(stride_offset(k, step)));
@@ -261,10 +261,13 @@ sample_profile profile_sample(std::span<const Bits> sample, std::span<const Bits
       profile.neighbours_unseen += table[at].count == 0 ? 1 : 0;
     }
   }
-  // One pass over the used slots (each a cache miss in a table larger than the caches' share):
-  // the counts' statistics, the keys, the frequent keys, and the slot cleared.
+  // One pass over the used slots: the counts' statistics, the keys, the frequent keys and their
+  // rows, the box, and the slot cleared. Each slot is a miss in a table larger than the caches'
+  // share, and the list of used slots is known: the slot a few ahead is fetched while this one
+  // is read.
   std::uint32_t top = 0;
   Bits hottest = 0;
+  std::uint64_t frequent_rows = 0;
   const bool keep_keys = used.size() <= max_sample_keys;
   if (keep_keys) profile.keys.reserve(used.size());
   // The box, its fields no wider than the word (one key's field is its whole word, so a signed
@@ -272,9 +275,11 @@ sample_profile profile_sample(std::span<const Bits> sample, std::span<const Bits
   key_layout fields = layout;
   for (auto& field : fields.fields) field.bits = std::min(field.bits, static_cast<unsigned>(8 * sizeof(Bits)));
   key_box_builder box(fields);
-  for (const auto at : used) {
-    const Bits key = table[at].key;
-    const std::uint32_t count = table[at].count;
+  for (std::size_t j = 0; j < used.size(); ++j) {
+    if (j + ahead < used.size()) __builtin_prefetch(&table[used[j + ahead]], 1);
+    auto& s = table[used[j]];
+    const Bits key = s.key;
+    const std::uint32_t count = s.count;
     if (count > top) {
       top = count;
       hottest = key;
@@ -283,8 +288,15 @@ sample_profile profile_sample(std::span<const Bits> sample, std::span<const Bits
     profile.twice += count == 2 ? 1 : 0;
     if (keep_keys) profile.keys.push_back(static_cast<std::uint64_t>(key));
     box.add(static_cast<std::uint64_t>(key));
-    if (count >= least) profile.frequent.emplace_back(static_cast<std::uint64_t>(key), count);
-    table[at].count = 0;  // the scratch table is empty again for the next sample
+    if (count >= least) {
+      profile.frequent.emplace_back(static_cast<std::uint64_t>(key), count);
+      frequent_rows += count;
+    }
+    s.count = 0;  // the scratch table is empty again for the next sample
+  }
+  if (runs) {
+    const std::uint64_t pairs = sample.size() - frequent_rows;
+    profile.runs_share = pairs > 0 ? double(equal) / double(pairs) : 0.0;
   }
   profile.hottest_key_share = double(top) / double(sample.size());
   profile.hottest_key = static_cast<std::uint64_t>(hottest);
