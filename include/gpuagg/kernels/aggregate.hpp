@@ -216,9 +216,27 @@ inline uint gpuagg_find_hot(__local const KEY_T* keys, KEY_T k, uint bits, uint 
   GPUAGG_ROW_LOAD(0, stride) GPUAGG_ROW_LOAD(1, stride) GPUAGG_ROW_LOAD(2, stride) GPUAGG_ROW_LOAD(3, stride) \
   GPUAGG_ROW_COMBINE(0, ROW) GPUAGG_ROW_COMBINE(1, ROW) GPUAGG_ROW_COMBINE(2, ROW) GPUAGG_ROW_COMBINE(3, ROW)
 #endif
+// A CPU's core (GPUAGG_SERIAL_LOCAL) runs a work item's rows one after another, and where a
+// row's bucket lies in a global table larger than the core's caches its update waits for a miss,
+// which the next row's atomic (a locked instruction, which waits for every earlier access)
+// cannot overlap. GPUAGG_PREFETCH_ROW(row), which a kernel defines over its table (empty by
+// default), fetches the bucket of a row GPUAGG_PREFETCH_DISTANCE rows ahead: its miss then runs
+// beside the rows before it. GPUs keep rows in flight across work items instead.
+#define GPUAGG_PREFETCH_ROW(row)
+#ifdef GPUAGG_SERIAL_LOCAL
+#define GPUAGG_PREFETCH_DISTANCE 32u
+#define GPUAGG_PREFETCH_STEP(row, end) \
+  for (uint p_ = 0; p_ < GPUAGG_ROWS_IN_FLIGHT; ++p_) { \
+    const ulong ahead_ = (row) + GPUAGG_PREFETCH_DISTANCE + p_; \
+    if (ahead_ < (end)) { GPUAGG_PREFETCH_ROW(ahead_) } \
+  }
+#else
+#define GPUAGG_PREFETCH_STEP(row, end)
+#endif
 #define GPUAGG_FOR_ROWS(first, end, stride, ROW) { \
   ulong row_ = (first); \
   for (; row_ + (GPUAGG_ROWS_IN_FLIGHT - 1) * (stride) < (end); row_ += GPUAGG_ROWS_IN_FLIGHT * (stride)) { \
+    GPUAGG_PREFETCH_STEP(row_, end) \
     GPUAGG_ROWS_STEP(stride, ROW) \
   } \
   for (; row_ < (end); row_ += (stride)) { \

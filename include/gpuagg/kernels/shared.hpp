@@ -14,6 +14,20 @@ namespace gpuagg::detail::kernels {
 // SHARED (section 2.2): every work item updates the one global table with atomics.
 inline constexpr fixed_string aggregate_shared{R"CLC(
 #define GPUAGG_SHARED_ROW(k, row, P) GPUAGG_CACHED_ROW(k, P, GPUAGG_HOT_OR_GLOBAL)
+// A row's home bucket, its key's word unless direct addressing's table keeps none, and its
+// first accumulator, unless one record holds both (GPUAGG_INTERLEAVED). Only in a table of at
+// least GPUAGG_PREFETCH_MIN_BUCKETS buckets (3 MiB and more): a core's cache holds a smaller one,
+// where the prefetch's second read of the key and its hash cost more than they hide.
+#define GPUAGG_PREFETCH_MIN_BUCKETS (1u << 18)
+#undef GPUAGG_PREFETCH_ROW
+#if GPUAGG_DENSE_TABLE || defined(GPUAGG_INTERLEAVED)
+#define GPUAGG_PREFETCH_KEY(b)
+#else
+#define GPUAGG_PREFETCH_KEY(b) __builtin_prefetch(&g_keys[b], 1, 3);
+#endif
+#define GPUAGG_PREFETCH_ROW(row) if (capacity >= GPUAGG_PREFETCH_MIN_BUCKETS) { \
+  const uint b_ = gpuagg_home(GPUAGG_ROW_KEY(row), bits, capacity, key_min); \
+  if (b_ < capacity) { GPUAGG_PREFETCH_KEY(b_) __builtin_prefetch(&g_acc0[b_ * GPUAGG_ACC_STRIDE], 1, 3); } }
 __kernel GPUAGG_AGGREGATE_ATTRIBUTES void gpuagg_aggregate(GPUAGG_AGGREGATE_PARAMS GPUAGG_HOT_TABLE_PARAMS) {
   GPUAGG_REBIND(g_, __global)
   GPUAGG_BEGIN_COUNTS()
@@ -24,6 +38,8 @@ __kernel GPUAGG_AGGREGATE_ATTRIBUTES void gpuagg_aggregate(GPUAGG_AGGREGATE_PARA
   GPUAGG_HOT_TABLE_END
   GPUAGG_END_COUNTS()
 }
+#undef GPUAGG_PREFETCH_ROW
+#define GPUAGG_PREFETCH_ROW(row)
 )CLC"};
 
 /// GPUAGG_HOT_TABLE_PARAMS: hot_keys, hot_count, hot_bits, hot_capacity, h_keys ACC_PARAMS(h_),
