@@ -43,6 +43,8 @@ TEST_CASE("the perfect hash: each key of the set in a bucket of its own, other k
       if (!hash) continue;
       CHECK(hash->capacity() == capacity);
       CHECK(hash->key_count == keys.size());
+      // The plan sizes the table in local memory from the key count before it builds.
+      CHECK(hash->displacements.size() == detail::perfect_groups(keys.size()));
       std::set<std::uint32_t> buckets;
       for (const auto k : keys) {
         const auto b = hash->bucket(k);
@@ -69,6 +71,7 @@ TEST_CASE("the perfect hash: each key of the set in a bucket of its own, other k
   const auto hash = detail::build_perfect_hash(with_empty, 16, empty64);
   REQUIRE(hash.has_value());
   CHECK(hash->key_count == 3);
+  CHECK(hash->displacements.size() == detail::perfect_groups(3));
   CHECK_FALSE(detail::build_perfect_hash(with_empty, 2, empty64).has_value());
   CHECK_FALSE(detail::build_perfect_hash(with_empty, 12, empty64).has_value());
   // 32-bit keys: the same hash of the zero-extended word.

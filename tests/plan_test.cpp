@@ -913,6 +913,12 @@ TEST_CASE("a perfect local table for scattered keys on a GPU whose sample saw ev
   on.perfect_local_table = true;
   CHECK(plan(pocl_cpu(), sampled(dense, 0), on, shape).perfect_local().has_value());
   CHECK_FALSE(plan(h100(), sampled(random_keys(4096), 0), on, shape).perfect_local().has_value());
+  // The edge in 48 KiB: 1024 keys take 2048 buckets (34.8 KiB with the displacements), 1025
+  // keys 4096 (66.6 KiB).
+  const auto edge = plan(h100(), sampled(random_keys(1024), 0), on, shape);
+  REQUIRE(edge.perfect_local().has_value());
+  CHECK(edge.local_table_bytes(1) <= h100().local_mem_bytes);
+  CHECK_FALSE(plan(h100(), sampled(random_keys(1025), 0), on, shape).perfect_local().has_value());
 }
 
 TEST_CASE("a range local table for a dense range of keys on a GPU: up to about 6,000 keys in 48 KiB") {

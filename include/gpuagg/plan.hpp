@@ -550,7 +550,7 @@ class query_planner {
   /// range_local's range, from the profile's sampled extremes.
   std::optional<range_local_plan> plan_range_local() const;
   /// local_table_bytes of a perfect local table `hash` in `copies` copies.
-  std::uint64_t perfect_table_bytes(const detail::perfect_hash& hash, std::uint64_t copies) const;
+  std::uint64_t perfect_table_bytes(std::uint64_t buckets, std::uint64_t displacement_groups, std::uint64_t copies) const;
 
   device_info device_;
   query_shape shape_;

@@ -69,9 +69,19 @@ inline constexpr std::size_t perfect_keys_per_group = 2;
 /// Seeds the builder tries before it gives up.
 inline constexpr unsigned perfect_seeds = 16;
 
+/// The displacement groups of a set of `keys` keys: a power of two, about perfect_keys_per_group
+/// keys each. The table's size in local memory follows from it before any build.
+constexpr std::size_t perfect_groups(std::size_t keys) noexcept {
+  std::size_t groups = 1;
+  while (groups * perfect_keys_per_group < keys) groups *= 2;
+  return groups;
+}
+
 /// A perfect hash of the distinct `keys` (distinct: a key twice never gets two buckets; the empty
-/// key among them is left out: it has its own bucket) into `capacity` buckets (a power of two, at least the keys), or none if no seed of
-/// perfect_seeds works.
+/// key among them is left out: it has its own bucket) into `capacity` buckets (a power of two, at
+/// least the keys), or none if no seed of perfect_seeds works. The set's hashes are laid out in
+/// group order, so that the seed check and each group's tries read them in sequence; the groups
+/// are ordered by a counting sort on their sizes (largest first, ties by group).
 inline std::optional<perfect_hash> build_perfect_hash(std::span<const std::uint64_t> keys, std::uint32_t capacity,
                                                       std::uint64_t empty_key) {
   std::vector<std::uint64_t> set;
@@ -80,65 +90,70 @@ inline std::optional<perfect_hash> build_perfect_hash(std::span<const std::uint6
     if (key != empty_key) set.push_back(key);
   }
   if (capacity == 0 || (capacity & (capacity - 1)) != 0 || set.size() > capacity) return std::nullopt;
-  std::size_t groups = 1;
-  while (groups * perfect_keys_per_group < set.size()) groups *= 2;
+  const std::size_t groups = perfect_groups(set.size());
   const std::uint32_t mask = capacity - 1;
   std::vector<std::uint64_t> hashes(set.size());
-  std::vector<std::uint32_t> order(set.size());
+  std::vector<std::uint32_t> order(set.size());   // the set's keys in group order
+  std::vector<std::uint32_t> low(set.size());     // their hashes' low words, in the same order
+  std::vector<std::uint32_t> slot_of(set.size());  // their buckets, in the same order
   std::vector<std::uint32_t> group_begin(groups + 1);
+  std::vector<std::uint32_t> fill(groups);
   std::vector<std::uint32_t> by_size(groups);
-  std::vector<bool> taken(capacity);
-  std::vector<std::uint32_t> slots;
+  std::vector<std::uint32_t> size_begin;
+  std::vector<std::uint32_t> displacements(groups);
+  std::vector<std::uint8_t> taken(capacity);
   for (unsigned attempt = 0; attempt < perfect_seeds; ++attempt) {
-    perfect_hash hash;
-    hash.seed = perfect_mix(attempt + 1, 0x243F6A8885A308D3ULL);
-    hash.keys.assign(capacity, empty_key);
-    hash.displacements.assign(groups, 0);
-    hash.key_count = set.size();
-    // The keys ordered by group (a counting sort), the groups largest first.
+    const std::uint64_t seed = perfect_mix(attempt + 1, 0x243F6A8885A308D3ULL);
+    // The keys ordered by group (a counting sort).
     std::fill(group_begin.begin(), group_begin.end(), 0);
     for (std::size_t i = 0; i < set.size(); ++i) {
-      hashes[i] = perfect_mix(set[i], hash.seed);
+      hashes[i] = perfect_mix(set[i], seed);
       ++group_begin[(hashes[i] >> 32 & (groups - 1)) + 1];
     }
-    for (std::size_t g = 0; g < groups; ++g) group_begin[g + 1] += group_begin[g];
-    std::vector<std::uint32_t> fill(group_begin.begin(), group_begin.end() - 1);
-    for (std::size_t i = 0; i < set.size(); ++i) order[fill[hashes[i] >> 32 & (groups - 1)]++] = std::uint32_t(i);
+    std::uint32_t largest = 0;
+    for (std::size_t g = 0; g < groups; ++g) {
+      largest = std::max(largest, group_begin[g + 1]);
+      group_begin[g + 1] += group_begin[g];
+    }
+    std::copy(group_begin.begin(), group_begin.end() - 1, fill.begin());
+    for (std::size_t i = 0; i < set.size(); ++i) {
+      const std::uint32_t at = fill[hashes[i] >> 32 & (groups - 1)]++;
+      order[at] = std::uint32_t(i);
+      low[at] = std::uint32_t(hashes[i]);
+    }
     // A seed under which two keys of a group agree in the table's bits cannot work: the next.
     bool parted = true;
     for (std::size_t g = 0; g < groups && parted; ++g) {
-      for (std::uint32_t i = group_begin[g]; i < group_begin[g + 1] && parted; ++i) {
-        for (std::uint32_t j = group_begin[g]; j < i && parted; ++j) {
-          parted = ((hashes[order[i]] ^ hashes[order[j]]) & mask) != 0;
-        }
+      for (std::uint32_t i = group_begin[g] + 1; i < group_begin[g + 1] && parted; ++i) {
+        for (std::uint32_t j = group_begin[g]; j < i && parted; ++j) parted = ((low[i] ^ low[j]) & mask) != 0;
       }
     }
     if (!parted) continue;
-    for (std::size_t g = 0; g < groups; ++g) by_size[g] = std::uint32_t(g);
-    std::stable_sort(by_size.begin(), by_size.end(), [&](std::uint32_t a, std::uint32_t b) {
-      return group_begin[a + 1] - group_begin[a] > group_begin[b + 1] - group_begin[b];
-    });
-    std::fill(taken.begin(), taken.end(), false);
+    // The groups largest first, groups of one size in their order.
+    size_begin.assign(largest + 2, 0);
+    for (std::size_t g = 0; g < groups; ++g) ++size_begin[largest - (group_begin[g + 1] - group_begin[g]) + 1];
+    for (std::uint32_t s = 0; s <= largest; ++s) size_begin[s + 1] += size_begin[s];
+    for (std::size_t g = 0; g < groups; ++g) {
+      by_size[size_begin[largest - (group_begin[g + 1] - group_begin[g])]++] = std::uint32_t(g);
+    }
+    std::fill(taken.begin(), taken.end(), std::uint8_t{0});
+    std::fill(displacements.begin(), displacements.end(), 0u);
     bool placed_all = true;
     for (const auto g : by_size) {
       const std::uint32_t first = group_begin[g], last = group_begin[g + 1];
       if (first == last) break;  // the rest are empty too
       bool placed = false;
       for (std::uint32_t d = 0; d <= mask && !placed; ++d) {
-        slots.clear();
         placed = true;
         for (std::uint32_t i = first; i < last && placed; ++i) {
-          const std::uint32_t slot = (std::uint32_t(hashes[order[i]]) ^ d) & mask;
-          placed = !taken[slot] && std::find(slots.begin(), slots.end(), slot) == slots.end();
-          slots.push_back(slot);
+          const std::uint32_t slot = (low[i] ^ d) & mask;
+          placed = taken[slot] == 0;
+          for (std::uint32_t j = first; j < i && placed; ++j) placed = slot_of[j] != slot;
+          slot_of[i] = slot;
         }
         if (placed) {
-          hash.displacements[g] = d;
-          for (std::uint32_t i = first; i < last; ++i) {
-            const std::uint32_t slot = slots[i - first];
-            taken[slot] = true;
-            hash.keys[slot] = set[order[i]];
-          }
+          displacements[g] = d;
+          for (std::uint32_t i = first; i < last; ++i) taken[slot_of[i]] = 1;
         }
       }
       if (!placed) {
@@ -146,7 +161,14 @@ inline std::optional<perfect_hash> build_perfect_hash(std::span<const std::uint6
         break;
       }
     }
-    if (placed_all) return hash;
+    if (!placed_all) continue;
+    perfect_hash hash;
+    hash.seed = seed;
+    hash.keys.assign(capacity, empty_key);
+    for (std::size_t i = 0; i < set.size(); ++i) hash.keys[slot_of[i]] = set[order[i]];
+    hash.displacements = displacements;
+    hash.key_count = set.size();
+    return hash;
   }
   return std::nullopt;
 }

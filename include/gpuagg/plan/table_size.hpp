@@ -106,13 +106,14 @@ inline std::uint64_t query_planner::probed_local_capacity() const {
 
 inline std::uint64_t query_planner::local_table_bytes(std::uint64_t copies) const {
   if (range_) return keyless_table_bytes(range_->buckets(), copies);
-  return perfect_ ? perfect_table_bytes(*perfect_, copies) : table_layout_bytes(local_capacity(), copies);
+  if (perfect_) return perfect_table_bytes(perfect_->capacity(), perfect_->displacements.size(), copies);
+  return table_layout_bytes(local_capacity(), copies);
 }
 
-inline std::uint64_t query_planner::perfect_table_bytes(const detail::perfect_hash& hash, std::uint64_t copies) const {
+inline std::uint64_t query_planner::perfect_table_bytes(std::uint64_t buckets, std::uint64_t displacement_groups,
+                                                         std::uint64_t copies) const {
   // The keys once, the copies' keyless entries, the displacements.
-  const std::uint64_t buckets = hash.capacity();
-  return buckets * shape_.key_bytes + keyless_table_bytes(buckets, copies) + hash.displacements.size() * 4;
+  return buckets * shape_.key_bytes + keyless_table_bytes(buckets, copies) + displacement_groups * 4;
 }
 
 inline std::uint64_t query_planner::max_local_buckets() const {
