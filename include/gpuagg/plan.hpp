@@ -348,9 +348,12 @@ class query_planner {
 
   /// Whether WORKGROUPLOCAL's local table holds every group planned (section 3.7's condition,
   /// without the kernel's work-group limit).
-  /// A range local table holds every key of its range, and a row outside it goes to the global
-  /// table as a row the sample missed does.
-  bool local_table_fits() const { return range_.has_value() || max_local_buckets() >= small_table_buckets(); }
+  /// A range local table holds every key of its range, and a perfect local table every key the
+  /// sample saw (by default only where it missed at most perfect_max_unseen_share of the rows);
+  /// a row of another key goes to the global table.
+  bool local_table_fits() const {
+    return range_.has_value() || perfect_.has_value() || max_local_buckets() >= small_table_buckets();
+  }
 
   /// From this share of sampled rows whose neighbour holds the same key on, the input is in runs.
   static constexpr double runs_min_share = 0.5;
@@ -437,7 +440,8 @@ class query_planner {
   kernel_variant variant_for(const execution_params& params) const;
 
   /// WORKGROUPLOCAL's perfect local table (kernels/workgroup_local.hpp: GPUAGG_PERFECT_LOCAL): a
-  /// perfect hash of the key sample's distinct keys in a table at most half full, or none.
+  /// perfect hash of the key sample's distinct keys in a table at most half full (fuller where
+  /// local memory holds only that: plan_perfect_local), or none.
   /// options' `perfect_local_table` if set (true: whenever the sample's keys are known and the
   /// table fits local memory), else on a GPU for scattered keys (scattered_keys: a dense range
   /// takes a bucket a key under multiply-shift already) whose probed local table would be fuller

@@ -106,16 +106,20 @@ inline std::optional<detail::perfect_hash> query_planner::plan_perfect_local() c
     if (probed_local_capacity() >= sizing_groups() * local_sparse_factor) return std::nullopt;
   }
   const std::uint64_t empty_key = shape_.key_bytes == 8 ? ~std::uint64_t{0} : std::uint64_t{0xFFFFFFFFu};
-  const std::uint64_t buckets = detail::next_pow2(std::max<std::uint64_t>(2 * profile_.sample_keys.size(), 16));
-  // The table's size follows from the keys alone: a set whose table local memory cannot hold
-  // (48 KiB: more than 1024 keys with one 64-bit sum) is not built to find out.
   const auto& sampled = profile_.sample_keys;
   const auto set_keys = sampled.size() - static_cast<std::size_t>(std::count(sampled.begin(), sampled.end(), empty_key));
-  if (buckets > device_.local_mem_bytes ||
-      perfect_table_bytes(buckets, detail::perfect_groups(set_keys), 1) + 64 > device_.local_mem_bytes) {
-    return std::nullopt;
-  }
-  return detail::build_perfect_hash(profile_.sample_keys, static_cast<std::uint32_t>(buckets), empty_key);
+  // The table's size follows from the keys alone, so a table local memory cannot hold is not
+  // built to find out. At most half full where it fits (the builder's seeds seldom fail), else
+  // the next power of two up (at most every bucket used; 1025 to 2048 keys of 4 or 8 bytes with
+  // a 64-bit sum in 48 KiB), where a lookup costs the same and the build more seeds and tries.
+  const auto fits = [&](std::uint64_t buckets) {
+    return buckets >= set_keys && buckets <= device_.local_mem_bytes &&
+           perfect_table_bytes(buckets, detail::perfect_groups(set_keys), 1) + 64 <= device_.local_mem_bytes;
+  };
+  std::uint64_t buckets = detail::next_pow2(std::max<std::uint64_t>(2 * sampled.size(), 16));
+  if (!fits(buckets)) buckets /= 2;
+  if (!fits(buckets)) return std::nullopt;
+  return detail::build_perfect_hash(sampled, static_cast<std::uint32_t>(buckets), empty_key);
 }
 
 inline std::optional<range_local_plan> query_planner::plan_range_local() const {
