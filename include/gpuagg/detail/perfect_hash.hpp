@@ -3,13 +3,17 @@
 // perfect local table (kernels/workgroup_local.hpp: GPUAGG_PERFECT_LOCAL): every key of the set
 // has a bucket of its own, found with one lookup, so no work item of a SIMD group probes and
 // none waits for another's probe sequence. Hash and displace (Belazzougui, Botelho, Dietzfelbinger,
-// "Hash, displace, and compress", ESA 2009; the XOR displacement of PTHash): a key's hash h picks
-// a displacement group g = (h >> 32) & group_mask, and its bucket is (h ^ displacement[g]) &
-// (capacity - 1). The builder tries the groups largest first, each with the smallest
-// displacement that puts all its keys into free buckets. A key outside the set gets some
-// bucket too; the table stores each bucket's key, and a lookup that finds another key there
-// tells the caller to look elsewhere (the global table). Pure host code; the kernel computes
-// the same mix (perfect_hash_cl).
+// "Hash, displace, and compress", ESA 2009): a key's 64-bit hash h = (hi, lo) picks a
+// displacement group g = hi & group_mask, and its bucket is the top of lo + displacement[g] *
+// (hi | 1) scaled to the capacity (mul_hi: any number of buckets, so the table takes what local
+// memory holds). Two keys of a group part for most displacements: their words differ by
+// (lo1 - lo2) + d * (m1 - m2), which d moves through the high bits the scaling reads. The
+// builder places the groups largest first, each with the smallest displacement that puts all its
+// keys into free buckets, and a key alone in its group straight into the lowest free bucket
+// (the displacement that maps it there: (hi | 1) is odd, so it has an inverse modulo 2^32). A
+// key outside the set gets some bucket too; the table stores each bucket's key, and a lookup
+// that finds another key there tells the caller to look elsewhere (the global table). Pure host
+// code; the kernel computes the same mix (perfect_hash_cl).
 
 #include <algorithm>
 #include <cstdint>
@@ -30,16 +34,22 @@ constexpr std::uint64_t perfect_mix(std::uint64_t key, std::uint64_t seed) noexc
 inline constexpr fixed_string perfect_hash_cl{R"CLC(
 #define GPUAGG_PERFECT_BUCKET(AS) \
 inline uint gpuagg_perfect_bucket_##AS(KEY_T k, ulong seed, __##AS const uint* displacement, uint group_mask, \
-                                       uint mask) { \
+                                       uint capacity) { \
   ulong h = (ulong)k ^ seed; \
   h ^= h >> 33; h *= 0xff51afd7ed558ccdUL; h ^= h >> 33; h *= 0xc4ceb9fe1a85ec53UL; h ^= h >> 33; \
-  return ((uint)h ^ displacement[(uint)(h >> 32) & group_mask]) & mask; \
+  const uint hi = (uint)(h >> 32); \
+  return mul_hi((uint)h + displacement[hi & group_mask] * (hi | 1u), capacity); \
 }
 GPUAGG_PERFECT_BUCKET(local)
 GPUAGG_PERFECT_BUCKET(global)
 )CLC"};
 
-/// A perfect hash of `key_count` keys into `keys.size()` buckets (a power of two).
+/// The bucket of a displaced word among `capacity`: its top, scaled (the kernel's mul_hi).
+constexpr std::uint32_t perfect_scale(std::uint32_t word, std::uint32_t capacity) noexcept {
+  return static_cast<std::uint32_t>((std::uint64_t{word} * capacity) >> 32);
+}
+
+/// A perfect hash of `key_count` keys into `keys.size()` buckets.
 struct perfect_hash {
   std::uint64_t seed = 0;
   std::vector<std::uint64_t> keys;           ///< each bucket's key, or the empty key
@@ -51,8 +61,8 @@ struct perfect_hash {
   /// The bucket a key maps to (its own when it is one of the set's).
   std::uint32_t bucket(std::uint64_t key) const noexcept {
     const std::uint64_t h = perfect_mix(key, seed);
-    return (static_cast<std::uint32_t>(h) ^ displacements[static_cast<std::uint32_t>(h >> 32) & group_mask()]) &
-           (capacity() - 1);
+    const auto hi = static_cast<std::uint32_t>(h >> 32);
+    return perfect_scale(static_cast<std::uint32_t>(h) + displacements[hi & group_mask()] * (hi | 1u), capacity());
   }
   /// Whether the key is one of the set's.
   bool contains(std::uint64_t key, std::uint64_t empty_key) const noexcept {
@@ -60,16 +70,14 @@ struct perfect_hash {
   }
 };
 
-/// Keys per displacement group: about two. A displacement cannot part two keys of one group whose
-/// hashes agree in the table's bits, and a seed with such a pair is dropped; with n keys in a
-/// table of 2n buckets that happens to a seed with probability about 1 - e^(-keys per group / 4)
-/// (0.4 at two, 0.6 at four), and a table at most half full finds every group's displacement
-/// within a few tries either way. The displacements take a word per group of local memory.
+/// Keys per displacement group: about two. The displacements take a word per group of local
+/// memory; fewer keys a group place faster in a full table (a group of two needs about
+/// 1 / free share^2 tries).
 inline constexpr std::size_t perfect_keys_per_group = 2;
-/// Seeds the builder tries before it gives up. In a table every bucket of which holds a key, a
-/// seed fails its groups' check with probability about 1 - e^(-1) = 0.63 (0.63^64: 1e-13); a
-/// failed seed costs the set's hashes only.
-inline constexpr unsigned perfect_seeds = 64;
+/// Seeds the builder tries before it gives up: a seed fails only where some group finds no
+/// displacement within perfect_tries_per_bucket x capacity tries.
+inline constexpr unsigned perfect_seeds = 16;
+inline constexpr std::uint64_t perfect_tries_per_bucket = 64;
 
 /// The displacement groups of a set of `keys` keys: a power of two, about perfect_keys_per_group
 /// keys each. The table's size in local memory follows from it before any build.
@@ -79,11 +87,19 @@ constexpr std::size_t perfect_groups(std::size_t keys) noexcept {
   return groups;
 }
 
+/// The inverse of an odd word modulo 2^32 (Newton's iteration: each step doubles the bits that
+/// are right, from the 3 that m itself gets right).
+constexpr std::uint32_t odd_inverse(std::uint32_t m) noexcept {
+  std::uint32_t inverse = m;
+  for (int i = 0; i < 4; ++i) inverse *= 2u - m * inverse;
+  return inverse;
+}
+
 /// A perfect hash of the distinct `keys` (distinct: a key twice never gets two buckets; the empty
-/// key among them is left out: it has its own bucket) into `capacity` buckets (a power of two, at
-/// least the keys), or none if no seed of perfect_seeds works. The set's hashes are laid out in
-/// group order, so that the seed check and each group's tries read them in sequence; the groups
-/// are ordered by a counting sort on their sizes (largest first, ties by group).
+/// key among them is left out: it has its own bucket) into `capacity` buckets (at least the
+/// keys), or none if no seed of perfect_seeds works. The set's hashes are laid out in group
+/// order, so that each group's tries read them in sequence; the groups are ordered by a counting
+/// sort on their sizes (largest first, ties by group).
 inline std::optional<perfect_hash> build_perfect_hash(std::span<const std::uint64_t> keys, std::uint32_t capacity,
                                                       std::uint64_t empty_key) {
   std::vector<std::uint64_t> set;
@@ -91,12 +107,13 @@ inline std::optional<perfect_hash> build_perfect_hash(std::span<const std::uint6
   for (const auto key : keys) {
     if (key != empty_key) set.push_back(key);
   }
-  if (capacity == 0 || (capacity & (capacity - 1)) != 0 || set.size() > capacity) return std::nullopt;
+  if (capacity == 0 || set.size() > capacity) return std::nullopt;
   const std::size_t groups = perfect_groups(set.size());
-  const std::uint32_t mask = capacity - 1;
+  const std::uint64_t max_tries = perfect_tries_per_bucket * capacity;
   std::vector<std::uint64_t> hashes(set.size());
-  std::vector<std::uint32_t> order(set.size());   // the set's keys in group order
-  std::vector<std::uint32_t> low(set.size());     // their hashes' low words, in the same order
+  std::vector<std::uint32_t> order(set.size());    // the set's keys in group order
+  std::vector<std::uint32_t> low(set.size());      // their hashes' low words, in the same order
+  std::vector<std::uint32_t> step(set.size());     // their hashes' high words | 1
   std::vector<std::uint32_t> slot_of(set.size());  // their buckets, in the same order
   std::vector<std::uint32_t> group_begin(groups + 1);
   std::vector<std::uint32_t> fill(groups);
@@ -122,15 +139,8 @@ inline std::optional<perfect_hash> build_perfect_hash(std::span<const std::uint6
       const std::uint32_t at = fill[hashes[i] >> 32 & (groups - 1)]++;
       order[at] = std::uint32_t(i);
       low[at] = std::uint32_t(hashes[i]);
+      step[at] = std::uint32_t(hashes[i] >> 32) | 1u;
     }
-    // A seed under which two keys of a group agree in the table's bits cannot work: the next.
-    bool parted = true;
-    for (std::size_t g = 0; g < groups && parted; ++g) {
-      for (std::uint32_t i = group_begin[g] + 1; i < group_begin[g + 1] && parted; ++i) {
-        for (std::uint32_t j = group_begin[g]; j < i && parted; ++j) parted = ((low[i] ^ low[j]) & mask) != 0;
-      }
-    }
-    if (!parted) continue;
     // The groups largest first, groups of one size in their order.
     size_begin.assign(largest + 2, 0);
     for (std::size_t g = 0; g < groups; ++g) ++size_begin[largest - (group_begin[g + 1] - group_begin[g]) + 1];
@@ -146,25 +156,26 @@ inline std::optional<perfect_hash> build_perfect_hash(std::span<const std::uint6
       const std::uint32_t first = group_begin[g], last = group_begin[g + 1];
       if (first == last) break;  // the rest are empty too
       if (last - first == 1) {
-        // A key alone takes the lowest free slot: its displacement is the one that maps it
-        // there, found without tries (in a nearly full table they would be many: 1 / free share).
+        // A key alone takes the lowest free slot: the displacement that maps it to the slot's
+        // first word, found without tries (in a nearly full table they would be many).
         while (taken[free_slot] != 0) ++free_slot;  // a free slot remains: no more keys than slots
-        displacements[g] = (low[first] ^ free_slot) & mask;
+        const auto word = static_cast<std::uint32_t>(((std::uint64_t{free_slot} << 32) + capacity - 1) / capacity);
+        displacements[g] = (word - low[first]) * odd_inverse(step[first]);
         slot_of[first] = free_slot;
         taken[free_slot] = 1;
         continue;
       }
       bool placed = false;
-      for (std::uint32_t d = 0; d <= mask && !placed; ++d) {
+      for (std::uint64_t d = 0; d < max_tries && !placed; ++d) {
         placed = true;
         for (std::uint32_t i = first; i < last && placed; ++i) {
-          const std::uint32_t slot = (low[i] ^ d) & mask;
+          const std::uint32_t slot = perfect_scale(low[i] + static_cast<std::uint32_t>(d) * step[i], capacity);
           placed = taken[slot] == 0;
           for (std::uint32_t j = first; j < i && placed; ++j) placed = slot_of[j] != slot;
           slot_of[i] = slot;
         }
         if (placed) {
-          displacements[g] = d;
+          displacements[g] = static_cast<std::uint32_t>(d);
           for (std::uint32_t i = first; i < last; ++i) taken[slot_of[i]] = 1;
         }
       }

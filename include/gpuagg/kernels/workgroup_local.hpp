@@ -126,7 +126,7 @@ inline uint gpuagg_find_perfect_local(__local const KEY_T* keys, __local const u
                                       KEY_T k, uint capacity, uint group_mask, ulong seed, uint stride, uint lane) {
   uint b = capacity;
   if (k != EMPTY_KEY) {
-    b = gpuagg_perfect_bucket_local(k, seed, displacement, group_mask, capacity - 1u);
+    b = gpuagg_perfect_bucket_local(k, seed, displacement, group_mask, capacity);
     if (keys[b] != k) return GPUAGG_NO_SLOT;
   }
   gpuagg_mark_used(used, b * stride + lane);
