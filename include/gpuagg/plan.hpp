@@ -553,7 +553,8 @@ class query_planner {
   launch_config within_rows(launch_config config) const;
   /// range_local's range, from the profile's sampled extremes.
   std::optional<range_local_plan> plan_range_local() const;
-  /// local_table_bytes of a perfect local table `hash` in `copies` copies.
+  /// local_table_bytes of a perfect local table of `buckets` buckets and `displacement_groups`
+  /// displacements in `copies` copies (known from the key count before a hash is built).
   std::uint64_t perfect_table_bytes(std::uint64_t buckets, std::uint64_t displacement_groups, std::uint64_t copies) const;
 
   device_info device_;
