@@ -318,10 +318,11 @@ TEST_CASE("the table: growth sized by the new groups, not the spilled rows; part
         std::uint64_t{1} << 26);
   // At least twice the old table.
   CHECK(p.grown_capacity(10, 0, 1 << 20) == std::uint64_t{1} << 21);
-  // Partitions: none within the L2; past it the fewest whose regions take at most 25 MiB, 2 to
-  // 32; none beyond 3 GiB. 12-byte buckets (a uint32 key and a 64-bit sum), 16-byte records.
+  // Partitions: none within the L2, and for a hash table none up to 64 MiB; past that the
+  // fewest whose regions take at most 25 MiB, 2 to 32; none beyond 3 GiB. 12-byte buckets (a
+  // uint32 key and a 64-bit sum), 16-byte records.
   CHECK(p.partitions(1 << 22, 1 << 20, false) == 1);                          // 12 MiB
-  CHECK(p.partitions(1 << 22, (1 << 22) - 1, false) == 2);                    // 48 MiB
+  CHECK(p.partitions(1 << 22, 1 << 22, false) == 1);                          // 48 MiB
   CHECK(p.partitions(1 << 22, 1 << 23, false) == 4);                          // 96 MiB
   CHECK(p.partitions(1 << 22, std::uint64_t{1} << 24, false) == 8);           // 192 MiB
   CHECK(p.partitions(1 << 22, std::uint64_t{1} << 25, true) == 32);           // 512 MiB: 21 regions
@@ -331,6 +332,22 @@ TEST_CASE("the table: growth sized by the new groups, not the spilled rows; part
   options three;
   three.partitions = 4;
   CHECK(plan(h100(), uniform_input(1 << 10), three).partitions(1 << 22, 1 << 20, false) == 4);
+  // Two uint32 key columns' 16-byte buckets: 2^22 of them (64 MiB) stay whole, 2^23 do not.
+  query_shape pair_table = recorded_shape();
+  pair_table.key_bytes = 8;
+  pair_table.bucket_bytes = 16;
+  const auto pairs = plan(h100(), uniform_input(1 << 10), {}, pair_table);
+  CHECK(pairs.partitions(1 << 22, 1 << 22, false) == 1);
+  CHECK(pairs.partitions(1 << 22, (1 << 22) + 8, false) == 4);                // past 64 MiB: 3 regions
+  CHECK(pairs.partitions(1 << 22, 1 << 23, false) == 8);                      // 128 MiB
+  // Direct addressing (8-byte sums and a bit a key) partitions from 40 MiB.
+  query_shape keyless = recorded_shape();
+  keyless.identity_scheme = true;
+  keyless.domain_size = 5 << 20;
+  const auto direct_plan = plan(h100(), uniform_input(5 << 20), {}, keyless);
+  CHECK(direct_plan.partitions(1 << 22, 4 << 20, false) == 1);                // 32 MiB
+  CHECK(direct_plan.partitions(1 << 22, 5 << 20, false) == 2);                // 40 MiB and the bitmap
+  CHECK(direct_plan.partitions(1 << 22, 6 << 20, false) == 2);                // 48 MiB: as the hash table's, 2 runs
   // PARTITION's copy holds buckets in place of keys for direct addressing over a 64-bit word
   // only: a 32-bit word gains nothing, and a hash table needs its keys.
   CHECK_FALSE(p.partition_copy_buckets());

@@ -132,10 +132,21 @@ class query_planner {
   /// PARTITION's runs for a block of `rows` rows over a global table of `capacity` buckets (1:
   /// none): options' `partitions`, else by the bytes the rows touch, for blocks of at least
   /// 2^16 rows: the fewest (a power of two, 2 to max_partition_runs) whose regions take at most
-  /// partition_region_bytes, for tables of cache_resident_table_bytes to partitioned_max_bytes;
-  /// none for smaller tables (they stay in a 50 MB L2) or larger ones (runs of a region no
-  /// longer fit it either). At most one run per bucket.
+  /// partition_region_bytes, for tables larger than partition_min_table_bytes up to
+  /// partitioned_max_bytes; none for smaller tables (they stay in a 50 MB L2, or miss it less
+  /// than PARTITION's pass costs) or larger ones (runs of a region no longer fit it either). At
+  /// most one run per bucket.
   std::uint32_t partitions(std::uint64_t rows, std::uint64_t capacity, bool interleaved_layout) const;
+  /// The largest global table that runs unpartitioned: cache_resident_table_bytes for direct
+  /// addressing, hashed_resident_table_bytes for a hash table.
+  std::uint64_t partition_min_table_bytes() const noexcept {
+    return shape_.identity_scheme ? cache_resident_table_bytes : hashed_resident_table_bytes;
+  }
+  /// A hash table stays whole up to 64 MiB (2^22 buckets of 16 bytes and the EMPTY_KEY bucket):
+  /// a hash table a little past the L2 loses less to its misses than PARTITION's extra pass
+  /// over the rows costs, where direct addressing's rows, one atomic each and no probe, lose
+  /// more and gain the pass back (docs/decisions.md, "PARTITION by the table's bytes").
+  static constexpr std::uint64_t hashed_resident_table_bytes = (std::uint64_t{64} << 20) + 64;
   /// A region of the table that AGGREGATE keeps in the L2 while PARTITION's runs feed it: about
   /// half of a 50 MB L2, which the streamed rows and the run's other regions share; larger
   /// regions miss it, and more runs than needed cost PARTITION more (docs/decisions.md).

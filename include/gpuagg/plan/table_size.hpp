@@ -74,7 +74,7 @@ inline std::uint32_t query_planner::partitions(std::uint64_t rows, std::uint64_t
   std::uint64_t parts = opts_.partitions;
   if (parts == 0) {
     const std::uint64_t bytes = global_table_bytes(capacity, interleaved_layout);
-    if (rows < (std::uint64_t{1} << 16) || bytes <= cache_resident_table_bytes || bytes > partitioned_max_bytes) {
+    if (rows < (std::uint64_t{1} << 16) || bytes <= partition_min_table_bytes() || bytes > partitioned_max_bytes) {
       parts = 1;
     } else {
       // The fewest runs whose regions take at most partition_region_bytes: each doubling of the
