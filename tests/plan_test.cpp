@@ -436,13 +436,15 @@ TEST_CASE("scattered keys' table at half the load factor while it stays in the L
   CHECK(plan(h100(), keys(1 << 20, spread)).initial_table_capacity() == std::uint64_t{1} << 21);
   CHECK(plan(h100(), keys(1 << 16, double(1 << 16))).initial_table_capacity() == std::uint64_t{1} << 17);
   CHECK(plan(pocl_cpu(), keys(1 << 16, spread)).initial_table_capacity() == std::uint64_t{1} << 17);
-  // Two uint32 key columns (16-byte buckets): 2^18 groups' 2^20 buckets take 16 MiB, at most half
-  // of cache_resident_table_bytes.
+  // Two uint32 key columns (16-byte buckets): 2^19 groups' 2^21 buckets take 32 MiB, within
+  // cache_resident_table_bytes; 2^20 groups' 2^22 would take 64.
   query_shape pairs = recorded_shape();
   pairs.key_bytes = 8;
   pairs.bucket_bytes = 16;
   CHECK(plan(h100(), keys(1 << 18, 1.8e19), {}, pairs).initial_table_capacity() == std::uint64_t{1} << 20);
-  CHECK(plan(h100(), keys(1 << 19, 1.8e19), {}, pairs).initial_table_capacity() == std::uint64_t{1} << 20);
+  CHECK(plan(h100(), keys(1 << 19, 1.8e19), {}, pairs).initial_table_capacity() == std::uint64_t{1} << 21);
+  CHECK(plan(h100(), keys(1 << 20, 1.8e19), {}, pairs).initial_table_capacity() == std::uint64_t{1} << 21);
+  CHECK(plan(h100(), keys(1 << 19, spread)).initial_table_capacity() == std::uint64_t{1} << 21);
   // The regime (the entry's configurations) stays the load factor's.
   CHECK(plan(h100(), keys(1 << 16, spread)).regime().max_table_log2 ==
         plan(h100(), keys(1 << 16, double(1 << 16))).regime().max_table_log2);

@@ -90,7 +90,7 @@ class query_planner {
 
   /// The first table: the domain (direct addressing), else sized for the planned groups; on a
   /// GPU, scattered keys' (scattered_keys) at half the load factor while that table takes at
-  /// most half of cache_resident_table_bytes. A SIMD group waits for its longest probe
+  /// most cache_resident_table_bytes. A SIMD group waits for its longest probe
   /// sequence, which random keys make long where a dense range's take one bucket each; a table
   /// twice as large shortens it, and costs nothing but memory while it stays in the cache. Past
   /// the L2 the larger table's misses (and PARTITION's runs) cost more than the probes save.

@@ -29,7 +29,7 @@ inline std::uint64_t query_planner::initial_table_capacity() const {
   if (shape_.identity_scheme) return shape_.domain_size;
   const std::uint64_t capacity = table_capacity_for(sizing_groups());
   if (!device_.is_gpu || !scattered_keys()) return capacity;
-  return global_table_bytes(2 * capacity, false) <= cache_resident_table_bytes / 2 ? 2 * capacity : capacity;
+  return global_table_bytes(2 * capacity, false) <= cache_resident_table_bytes ? 2 * capacity : capacity;
 }
 
 inline std::uint64_t query_planner::sizing_groups() const {
