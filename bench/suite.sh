@@ -26,9 +26,10 @@
 #                 ranges (distribution "narrow"), and the single key's default at the same
 #                 group counts  -> composite.csv, composite_sweep.csv, composite_one.csv
 #   scattered     the default call and the oracle on one uint32 key column of keys spread over
-#                 32 bits (fmix32 of the draw) at 2^4,10,11,12,16,20,21,22,24 (2^11 and 2^12:
-#                 either side of the perfect local table's edge; 2^21 and 2^22: either side of
-#                 the hash table's PARTITION line), device input -> scattered.csv
+#                 32 bits (fmix32 of the draw) at 2^4,10,11,12,16,19,20,21,22,24 (2^11 and
+#                 2^12: either side of the perfect local table's edge; 2^19 and 2^20 of the
+#                 half-load table's; 2^21 and 2^22 of the hash table's PARTITION line), device
+#                 input -> scattered.csv
 #   wide          the same with two uint64 key columns (128 bits: the key dictionary), device
 #                 and pinned input                              -> wide.csv
 #   tpch          TPC-H Q1 (tpch_q1_bench) at SF 10 and 100 on device, pinned and pageable
@@ -300,7 +301,7 @@ if has scattered; then
   # One uint32 key column spread over 32 bits: keys that collide in a hash table, as most key
   # sets other than the draw's dense range do (the plan's scattered-keys configurations).
   rm -f "$tmp/k.csv"
-  step 260 scattered "$bench" --rows-log2 "$rows" --groups-log2 "$(upto 4,10,11,12,16,20,21,22,24)" --keys scattered \
+  step 260 scattered "$bench" --rows-log2 "$rows" --groups-log2 "$(upto 4,10,11,12,16,19,20,21,22,24)" --keys scattered \
     --csv "$tmp/k.csv" "${paired[@]}"
   merge scattered.csv $default_key "$tmp/k.csv"
 fi
