@@ -347,7 +347,7 @@ TEST_CASE("the table: growth sized by the new groups, not the spilled rows; part
   const auto direct_plan = plan(h100(), uniform_input(5 << 20), {}, keyless);
   CHECK(direct_plan.partitions(1 << 22, 4 << 20, false) == 1);                // 32 MiB
   CHECK(direct_plan.partitions(1 << 22, 5 << 20, false) == 2);                // 40 MiB and the bitmap
-  CHECK(direct_plan.partitions(1 << 22, 6 << 20, false) == 2);                // 48 MiB: as the hash table's, 2 runs
+  CHECK(direct_plan.partitions(1 << 22, 6 << 20, false) == 2);                // 48 MiB: a hash table of 48 MiB takes none
   // PARTITION's copy holds buckets in place of keys for direct addressing over a 64-bit word
   // only: a 32-bit word gains nothing, and a hash table needs its keys.
   CHECK_FALSE(p.partition_copy_buckets());
