@@ -18,7 +18,9 @@
 // pair's word a << 32 | b: a 64-bit key without the second load, which tells a composite key's
 // cost of its word width from that of its columns. With --keys wide they are two uint64
 // columns, two 64-bit bijections of k: 128 bits, the key dictionary's path (wide_keys.hpp;
-// default system only).
+// default system only). With --reference-one (pairs only) each of the pairs' default queries is
+// followed by the default call on one uniform uint32 key column of the same group count, into
+// a CSV of its own: the single key the pairs are compared with, in the same turns.
 // Phases: `first` is the first query of its shape in a process that ran other shapes before;
 // `warm` queries follow it (with --interleave after the oracle's sweep, one of each system's in
 // turn); `cold` (--cold) is the process's first query, timed alone, after
@@ -72,6 +74,7 @@ struct settings {
   std::string sweep_csv;
   std::uint64_t seed = 1;
   std::string keys = "one";
+  std::string reference_csv;  // --reference-one: the single key's default in the pairs' turns
 };
 
 std::vector<unsigned> parse_range(const std::string& text) {
@@ -552,12 +555,28 @@ int main(int argc, char** argv) {
                  "halves); one64: a uint64 column holding two's packed word; wide: keys(a, b), two uint64 columns "
                  "(the key dictionary; default system only)")
       ->check(CLI::IsMember({"one", "scattered", "two", "two-narrow", "one64", "wide"}));
+  app.add_option("--reference-one", s.reference_csv,
+                 "with --keys two or two-narrow: also time the default call on one uniform uint32 key column of the "
+                 "same group count, a query after each of the pairs' default queries, into this CSV (appended; its "
+                 "distribution is the pairs': uniform or narrow)");
   CLI11_PARSE(app, argc, argv);
+  if (!s.reference_csv.empty() && !pair_columns(s)) {
+    std::cerr << "groupby-bench: --reference-one needs --keys two or two-narrow\n";
+    return 2;
+  }
 
   context& ctx = default_context();
   std::cerr << "groupby-bench: " << ctx.info().name << " (" << ctx.info().platform_name << ", driver "
             << ctx.info().driver_version << "), " << s.input << " input, " << s.distribution << " keys\n";
   report out(s.csv);
+  // --reference-one: the single key the pairs' ratio is taken against, timed in the same turns,
+  // so the two sides of the ratio share the host's state (its set-up and FINALIZE are host work
+  // that drifts between processes by more than the ratio's margin).
+  std::optional<report> reference;
+  settings one = s;
+  one.keys = "one";
+  one.reference_csv.clear();
+  if (!s.reference_csv.empty()) reference.emplace(s.reference_csv);
   std::ofstream sweep;
   if (!s.sweep_csv.empty()) {
     const bool fresh = !std::ifstream(s.sweep_csv).good();
@@ -568,6 +587,7 @@ int main(int argc, char** argv) {
   const bool want_oracle = s.systems.find("oracle") != std::string::npos && s.keys != "wide";
   for (const unsigned log2 : parse_range(s.groups_log2)) {
     const dataset d = make_dataset(ctx, s, log2);
+    const std::optional<dataset> one_d = reference ? std::optional<dataset>(make_dataset(ctx, one, log2)) : std::nullopt;
     if (s.cold) {
       const run r = timed_query(ctx, d, s, {});
       out.add(s, d, log2, "default", s.phase, 0, r);
@@ -580,11 +600,18 @@ int main(int argc, char** argv) {
     if (want_default) {
       // The first query of this shape in the process (not its first query: that is --cold).
       out.add(s, d, log2, "default", "first", 0, timed_query(ctx, d, s, {}));
+      if (reference) reference->add(s, *one_d, log2, "default", "first", 0, timed_query(ctx, *one_d, one, {}));
     }
+    std::vector<double> one_walls;
     const auto default_rep = [&](unsigned rep) {
       const run r = timed_query(ctx, d, s, {});
       out.add(s, d, log2, "default", "warm", rep, r);
       default_walls.push_back(r.wall_seconds);
+      if (reference) {
+        const run o = timed_query(ctx, *one_d, one, {});
+        reference->add(s, *one_d, log2, "default", "warm", rep, o);
+        one_walls.push_back(o.wall_seconds);
+      }
     };
     const bool interleaved = s.interleave && want_default && want_oracle;
     if (want_default && !interleaved) {
@@ -656,7 +683,15 @@ int main(int argc, char** argv) {
       std::cout << ", oracle " << double(d.rows) / median(oracle_walls) * 1e-9 << " G/s";
       if (!default_walls.empty()) std::cout << ", default/oracle " << median(oracle_walls) / median(default_walls);
     }
+    if (!one_walls.empty() && !default_walls.empty()) {
+      std::cout << ", one key " << double(d.rows) / median(one_walls) * 1e-9 << " G/s, two/one "
+                << median(one_walls) / median(default_walls);
+    }
     std::cout << std::endl;
+  }
+  if (reference) {
+    out.verified += reference->verified;
+    out.unverified += reference->unverified;
   }
   std::cout << "groupby-bench: " << out.verified << " results verified, " << out.unverified << " unverified\n";
   return out.unverified == 0 && out.verified > 0 ? 0 : 1;

@@ -51,8 +51,9 @@ FILES = {
     "composite.csv": ("the default call and the oracle with two uint32 key columns, keys(a, b), spread over 32 bits "
                       "(distribution uniform) and of narrow ranges (narrow)", "composite",
                       "column"),
-    "composite_one.csv": ("the single uint32 key's default call at the composite part's group counts, in its "
-                          "command (the pairs' reference of the same lease)", "composite", "column"),
+    "composite_one.csv": ("the single uint32 key's default call at the composite part's group counts, a query after "
+                          "each of the pairs' (the pairs' reference; distribution: the pairs' beside which it ran)",
+                          "composite", "column"),
     "scattered.csv": ("the default call and the oracle on one uint32 key column spread over 32 bits",
                       "scattered", "column"),
     "wide.csv": ("the default call with two uint64 key columns (the key dictionary), device and pinned input",
@@ -184,10 +185,12 @@ def config_of(r, strategy="strategy", wg="work_groups_per_cu", size="work_group_
 
 
 class DefaultRun:
-    def one_key(self, g):
-        """The single key's default at 2^g groups beside the pairs: of the composite part's own
-        command where it ran, else the uniform part's."""
-        return self.composite_one.get(g) or self.get("device", "uniform", g, "default")
+    def one_key(self, g, dist="uniform"):
+        """The single key's default at 2^g groups beside the pairs of `dist`: timed in their turns
+        where it was (its rows carry the pairs' distribution), else in the composite part's own
+        command (distribution uniform), else the uniform part's."""
+        return (self.composite_one.get((dist, g)) or self.composite_one.get(("uniform", g))
+                or self.get("device", "uniform", g, "default"))
 
     def __init__(self, res):
         self.res = res
@@ -207,12 +210,12 @@ class DefaultRun:
                 self.composite[key].append(r)
             elif r["system"] == "oracle":
                 self.composite_oracle[key].append(r)
-        # groups_log2 -> warm rows of the single key's default measured in the composite part's own
-        # command (composite_one.csv): the pairs' reference of the same lease, where there is one
+        # (distribution, groups_log2) -> warm rows of the single key's default measured beside the
+        # pairs of that distribution (composite_one.csv): the pairs' reference of the same turns
         self.composite_one = defaultdict(list)
         for r in self.warm_rows("composite_one.csv"):
             if r["system"] == "default":
-                self.composite_one[int(r["groups_log2"])].append(r)
+                self.composite_one[(r["distribution"], int(r["groups_log2"]))].append(r)
         self.scattered = defaultdict(list)  # (system, groups_log2) -> warm rows, keys spread over 32 bits
         for r in self.warm_rows("scattered.csv"):
             self.scattered[(r["system"], int(r["groups_log2"]))].append(r)
@@ -412,7 +415,7 @@ def targets(run):
             continue
         for g in (10, 16, 20, 24):
             ratio_row(t6, f"{label} 2^{g}", run.rate(run.composite.get((dist, g), [])),
-                      run.rate(run.one_key(g)), 0.8, rates)
+                      run.rate(run.one_key(g, dist)), 0.8, rates)
     t7 = "7. TPC-H Q1, SF 100"
     dev = run.tpch.get((100, "device"), [])
     if dev:
@@ -437,7 +440,7 @@ def table_composite(run, dist="uniform"):
         return None
     out = []
     for g in gs:
-        two, one = run.composite[(dist, g)], run.one_key(g)
+        two, one = run.composite[(dist, g)], run.one_key(g, dist)
         scattered = run.scattered.get(("default", g), [])
         r2, r1, ro, rs = (run.rate(two), run.rate(one), run.rate(run.composite_oracle.get((dist, g), [])),
                           run.rate(scattered))

@@ -24,7 +24,8 @@
 #   composite     the default call and the oracle with two uint32 key columns, keys(a, b), at
 #                 2^10,16,20,24, device input, columns spread over 32 bits and of narrow
 #                 ranges (distribution "narrow"), and the single key's default at the same
-#                 group counts  -> composite.csv, composite_sweep.csv, composite_one.csv
+#                 group counts in the same turns (its rows under the pairs' distribution)
+#                 -> composite.csv, composite_sweep.csv, composite_one.csv
 #   scattered     the default call and the oracle on one uint32 key column of keys spread over
 #                 32 bits (fmix32 of the draw) at 2^4,10,11,12,16,19,20,21,22,24 (2^11 and
 #                 2^12: either side of the perfect local table's edge; 2^19 and 2^20 of the
@@ -274,27 +275,24 @@ fi
 if has composite; then
   need groupby_bench
   # Two uint32 key columns, keys(a, b), uniform, device input: the default call and the oracle,
-  # to set beside the uniform part's single-key default at the same group counts. The sweep is
-  # the evidence the plan runs scattered keys' configurations on 8-byte key words by (tuning.hpp).
-  rm -f "$tmp/k.csv" "$tmp/ks.csv"
-  step 200 composite "$bench" --rows-log2 "$rows" --groups-log2 "$(upto 10,16,20,24)" --keys two \
-    --csv "$tmp/k.csv" --sweep-csv "$tmp/ks.csv" "${paired[@]}"
+  # with the single key's default at the same group count in the same turns (--reference-one:
+  # the pairs' ratio to one key then shares the host's state; separate processes differed by
+  # more than its margin). The sweep is the evidence the plan runs scattered keys'
+  # configurations on 8-byte key words by (tuning.hpp).
+  rm -f "$tmp/k.csv" "$tmp/ks.csv" "$tmp/k1.csv"
+  step 260 composite "$bench" --rows-log2 "$rows" --groups-log2 "$(upto 10,16,20,24)" --keys two \
+    --csv "$tmp/k.csv" --sweep-csv "$tmp/ks.csv" --reference-one "$tmp/k1.csv" "${paired[@]}"
   merge composite.csv $default_key "$tmp/k.csv"
   merge composite_sweep.csv $sweep_key "$tmp/ks.csv"
+  merge composite_one.csv $default_key "$tmp/k1.csv"
   # The same with columns of narrow ranges (the key's high and low halves): distribution
-  # "narrow" in the same files.
-  rm -f "$tmp/k.csv" "$tmp/ks.csv"
+  # "narrow" in the same files, its single key's rows too.
+  rm -f "$tmp/k.csv" "$tmp/ks.csv" "$tmp/k1.csv"
   step 200 composite_narrow "$bench" --rows-log2 "$rows" --groups-log2 "$(upto 10,16,20,24)" --keys two-narrow \
-    --csv "$tmp/k.csv" --sweep-csv "$tmp/ks.csv" "${paired[@]}"
+    --csv "$tmp/k.csv" --sweep-csv "$tmp/ks.csv" --reference-one "$tmp/k1.csv" "${paired[@]}"
   merge composite.csv $default_key "$tmp/k.csv"
   merge composite_sweep.csv $sweep_key "$tmp/ks.csv"
-  # The single key's default at the same group counts, in the same command: the pairs' ratio to
-  # one key is then of one lease (the uniform part's rows may be of another, whose host and
-  # clocks differ by more than the ratio's margin).
-  rm -f "$tmp/k.csv"
-  step 120 composite_one "$bench" --rows-log2 "$rows" --groups-log2 "$(upto 10,16,20,24)" --keys one \
-    --systems default --reps 9 --csv "$tmp/k.csv"
-  merge composite_one.csv $default_key "$tmp/k.csv"
+  merge composite_one.csv $default_key "$tmp/k1.csv"
 fi
 if has scattered; then
   need groupby_bench
