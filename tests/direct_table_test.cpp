@@ -6,7 +6,8 @@
 // packed key columns (a key's bucket its columns' offsets in mixed radix) for every strategy,
 // columns anywhere in their types, signed ones across zero, every column's extremes on rows the
 // sample never reads, and boxes whose spans the tables' `bits` cannot hold. options::direct_table
-// = true runs it on PoCL; the plan's own rule is plan_test's.
+// = true runs it on PoCL; the plan's own rule is plan_test's. A query whose key type's sample
+// program is made already takes the range or box from the pass started before the profile.
 #include <limits>
 
 #include "support.hpp"
@@ -41,6 +42,14 @@ void check_direct(Key base, std::size_t groups, std::mt19937_64& rng) {
   CHECK(r.stats.expected_groups_estimated);
   CHECK(r.stats.table_capacity == groups);
   check_equal(r, expected);
+  // Again: the sample's program is made now, so the range's pass starts before the sample's
+  // profile (query_planner::early_range_pass), and the query takes that pass's range.
+  const auto again = group_by(upload(keys), upload(values), sum_count_min, direct_options());
+  CHECK(again.stats.range_pass_early);
+  CHECK(again.stats.direct_addressing);
+  CHECK(again.stats.key_range_size == groups);
+  CHECK(again.stats.key_range_lowest == static_cast<std::uint64_t>(static_cast<std::int64_t>(base)));
+  check_equal(again, expected);
 }
 
 }  // namespace
@@ -197,6 +206,7 @@ void check_box(std::tuple<T...> lowest, std::array<std::size_t, sizeof...(T)> sp
   for (const auto k : all_strategies) strategies.push_back(k);
   // Each also with PARTITION's runs: where the box is addressed over a 64-bit word, its copy
   // holds each row's bucket in place of the key columns (query_planner::partition_copy_buckets).
+  bool first = true;
   for (const std::uint32_t parts : {0u, 4u}) {
     CAPTURE(parts);
     for (const auto& strategy : strategies) {
@@ -211,7 +221,11 @@ void check_box(std::tuple<T...> lowest, std::array<std::size_t, sizeof...(T)> sp
       if (addressed) {
         CHECK(r.stats.key_range_size == box);
         CHECK(r.stats.table_capacity == box);
+        // After the first query the sample's program is made: the box's pass starts before the
+        // profile (query_planner::early_range_pass).
+        if (!first) CHECK(r.stats.range_pass_early);
       }
+      first = false;
       if (parts != 0) CHECK(r.stats.partition_seconds > 0);
       check_same(r, expected);
     }

@@ -3,6 +3,7 @@
 
 #include <doctest/doctest.h>
 
+#include <gpuagg/driver/key_sample.hpp>
 #include <gpuagg/key.hpp>
 #include <gpuagg/plan.hpp>
 
@@ -1235,6 +1236,56 @@ TEST_CASE("direct addressing's pieces: a copy as large as the hash table of its 
   // The hash scheme's own: its table's bytes.
   const auto hashed = plan(h100(), uniform_input(groups));
   CHECK(hashed.partition_piece_rows(std::uint64_t{1} << 25, true) == hashed.hashed_table_bytes() / 8 * 5 / 8);
+}
+
+TEST_CASE("the range's pass starts before the profile where the plan may ask for it") {
+  // What early_range_pass sees: a strided subset's box, before the profile and the estimate.
+  const auto range = [](std::uint64_t keys) { return detail::key_box{0, {keys - 1}, 1}; };
+  const query_shape shape = recorded_shape();
+  const options none;
+  constexpr std::uint64_t half = query_planner::direct_min_groups / 2;
+  CHECK(query_planner::early_range_pass(h100(), shape, none, true, range(half)));
+  CHECK(query_planner::early_range_pass(h100(), shape, none, true, range(std::uint64_t{1} << 24)));
+  CHECK(query_planner::early_range_pass(h100(), shape, none, true, range(query_planner::direct_max_keys)));
+  // Fewer keys than half of direct_min_groups: too few groups for direct addressing to pay.
+  CHECK_FALSE(query_planner::early_range_pass(h100(), shape, none, true, range(half - 1)));
+  // Wider than direct addressing holds (scattered keys over 32 bits and more).
+  CHECK_FALSE(query_planner::early_range_pass(h100(), shape, none, true, range(query_planner::direct_max_keys + 1)));
+  CHECK_FALSE(query_planner::early_range_pass(h100(), shape, none, true, detail::key_box{0, {~std::uint64_t{0}}, 1}));
+  // Host input, a CPU, no box, direct addressing by the query's scheme, options' false or the
+  // interleaved layout asked for: never.
+  CHECK_FALSE(query_planner::early_range_pass(h100(), shape, none, false, range(half)));
+  CHECK_FALSE(query_planner::early_range_pass(pocl_cpu(), shape, none, true, range(half)));
+  CHECK_FALSE(query_planner::early_range_pass(h100(), shape, none, true, detail::key_box{}));
+  query_shape direct = shape;
+  direct.identity_scheme = true;
+  CHECK_FALSE(query_planner::early_range_pass(h100(), direct, none, true, range(half)));
+  options off;
+  off.direct_table = false;
+  CHECK_FALSE(query_planner::early_range_pass(h100(), shape, off, true, range(half)));
+  options interleaved;
+  interleaved.interleaved_table = true;
+  CHECK_FALSE(query_planner::early_range_pass(h100(), shape, interleaved, true, range(half)));
+  // options' true: on a CPU and for a box of a few keys too (direct_range_wanted's own rule).
+  options asked;
+  asked.direct_table = true;
+  CHECK(query_planner::early_range_pass(pocl_cpu(), shape, asked, true, range(40)));
+  CHECK_FALSE(query_planner::early_range_pass(pocl_cpu(), shape, asked, false, range(40)));
+  // Packed keys: a box whose spans the tables' `bits` hold (16 bits each of three columns' last
+  // two), not one they cannot.
+  CHECK(query_planner::early_range_pass(h100(), shape, none, true, detail::key_box{0, {63, 1023, 1023}, 3}));
+  CHECK_FALSE(query_planner::early_range_pass(h100(), shape, none, true, detail::key_box{0, {0, 1, 99'999}, 3}));
+  // The subset's box, every step-th key of the sample, fields no wider than the word.
+  const std::vector<std::uint32_t> sampled{5, 900, 7, 1'000'000, 3, 12};
+  const auto every = detail::subset_box(std::span<const std::uint32_t>(sampled), detail::key_layout{}, 1);
+  CHECK(every.lowest == 3);
+  CHECK(every.extent[0] == 999'997);
+  const auto alternate = detail::subset_box(std::span<const std::uint32_t>(sampled), detail::key_layout{}, 2);
+  CHECK(alternate.lowest == 3);
+  CHECK(alternate.extent[0] == 4);
+  // -1 and 1 of an int32 column: a range of 3 keys across zero, as signed words.
+  const std::vector<std::uint32_t> signed_words{0xFFFFFFFFu, 1u};
+  CHECK(detail::subset_box(std::span<const std::uint32_t>(signed_words), detail::key_layout{}, 1).keys() == 3);
 }
 
 TEST_CASE("direct addressing over the exact box of packed key columns: dense boxes whose spans fit") {

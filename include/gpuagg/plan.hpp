@@ -22,8 +22,8 @@
 //                                                        perfect_local, local_table_copies,
 //                                                        max_probes, plain_key_reads, variant_for
 //   whether to tune            plan/tuning.hpp           tuning
-//   whether to address the     plan/direct_table.hpp     direct_range_wanted, direct_domain
-//   table directly
+//   whether to address the     plan/direct_table.hpp     direct_range_wanted, direct_domain,
+//   table directly                                       early_range_pass
 // The plan's inputs and outputs (query_shape, input_profile, kernel_variant, tuning_plan) are
 // plain values in plan/inputs.hpp.
 
@@ -528,6 +528,23 @@ class query_planner {
   /// first fits the tables' `bits` (detail::box_spans_code: 32, 16 or 10 bits). Two columns of
   /// 1,024 values are 2^20 buckets where their packed words span 2^42.
   std::optional<detail::key_box> direct_box(const detail::key_box& box) const;
+  /// Whether the set-up starts the range's pass (driver/key_range.hpp) as soon as the key sample
+  /// has arrived, before the host profiles the sample: the device is idle while the host counts
+  /// (16 Ki keys of many groups: about as long as the pass over 2^27 keys on a GPU), so where the
+  /// plan then asks for the range (direct_range_wanted) it is there already, and where it does
+  /// not, the device lost only the time the profile did not cover. Before the profile only the
+  /// sample's box is known, of a strided subset of the sample (early_range_subset keys; the full
+  /// box costs the profile's own time): it must be possible that direct_range_wanted holds
+  /// (`asked`: options' direct_table), a hash scheme on device input, direct addressing allowed
+  /// and the interleaved layout not asked for, and the box must hold at least half of
+  /// direct_min_groups keys (a subset's box is narrower than the sample's) and at most
+  /// direct_max_keys, and of packed keys have spans that fit the tables' `bits`.
+  static bool early_range_pass(const device_info& device, const query_shape& shape, const options& opts,
+                               bool on_device, const detail::key_box& subset_box);
+  /// The keys of the sample whose box early_range_pass reads: every
+  /// (sample / early_range_subset)-th, an eighth of the sample's keys, so that the box costs the
+  /// set-up little beside the profile it runs ahead of.
+  static constexpr std::size_t early_range_subset = 2048;
   /// Below this many groups the hash table stays in the L2 and its keys' reads are cached
   /// (plain_key_reads): direct addressing's kernels gain less than the range's pass costs.
   static constexpr std::uint64_t direct_min_groups = std::uint64_t{1} << 17;

@@ -68,6 +68,8 @@ struct query_stats {
   bool direct_addressing = false;
   std::uint64_t key_range_lowest = 0;
   std::uint64_t key_range_size = 0;
+  /// The range's pass ran while the host profiled the key sample (query_planner::early_range_pass).
+  bool range_pass_early = false;
   std::uint64_t table_capacity = 0;     ///< buckets of the final table
   unsigned table_growths = 0;           ///< times the table grew during the query
   std::uint64_t spilled_entries = 0;    ///< rows or partials merged after a growth

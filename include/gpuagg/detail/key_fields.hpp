@@ -8,6 +8,7 @@
 // (query_planner::range_local), and the group estimate takes the box for a dense range
 // (estimate.hpp: dense_range_groups). Pure host code.
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <optional>
@@ -50,15 +51,20 @@ struct key_box {
 /// its bits: a range from -1 that box_entry's offsets, modulo the field, take as it is).
 class key_box_builder {
  public:
-  explicit constexpr key_box_builder(const key_layout& layout) noexcept : layout_(layout) {}
+  explicit constexpr key_box_builder(const key_layout& layout) noexcept : layout_(layout) {
+    low_.fill(~std::uint64_t{0});
+    signed_low_.fill(~std::uint64_t{0});
+  }
+  // Extremes that start past every value: no branch a word (a sample's box is found before its
+  // profile, on every query's path).
   constexpr void add(std::uint64_t word) noexcept {
-    for (std::uint32_t i = 0; i < layout_.count; ++i) {
+    for (std::uint32_t i = 0; i < fields(layout_); ++i) {
       const std::uint64_t value = layout_.fields[i].of(word);
       const std::uint64_t flipped = value ^ top(i);  // the order of the field's signed values
-      if (!seen_ || value < low_[i]) low_[i] = value;
-      if (!seen_ || value > high_[i]) high_[i] = value;
-      if (!seen_ || flipped < signed_low_[i]) signed_low_[i] = flipped;
-      if (!seen_ || flipped > signed_high_[i]) signed_high_[i] = flipped;
+      low_[i] = std::min(low_[i], value);
+      high_[i] = std::max(high_[i], value);
+      signed_low_[i] = std::min(signed_low_[i], flipped);
+      signed_high_[i] = std::max(signed_high_[i], flipped);
     }
     seen_ = true;
   }
@@ -76,8 +82,8 @@ class key_box_builder {
                                            const std::array<std::uint64_t, max_key_fields>& signed_low,
                                            const std::array<std::uint64_t, max_key_fields>& signed_high) noexcept {
     key_box box;
-    box.fields = layout.count;
-    for (std::uint32_t i = 0; i < layout.count; ++i) {
+    box.fields = fields(layout);
+    for (std::uint32_t i = 0; i < box.fields; ++i) {
       const bool as_signed = signed_high[i] - signed_low[i] < high[i] - low[i];
       const std::uint64_t lowest = as_signed ? signed_low[i] ^ top_bit(layout.fields[i]) : low[i];
       box.lowest |= lowest << layout.fields[i].shift;
@@ -87,6 +93,10 @@ class key_box_builder {
   }
 
  private:
+  // A layout's fields, never past the array (a compiler that cannot see the bound warns of it).
+  static constexpr std::uint32_t fields(const key_layout& layout) noexcept {
+    return layout.count < max_key_fields ? layout.count : static_cast<std::uint32_t>(max_key_fields);
+  }
   static constexpr std::uint64_t top_bit(const key_field& field) noexcept {
     return std::uint64_t{1} << ((field.bits >= 64 ? 64 : field.bits) - 1);
   }

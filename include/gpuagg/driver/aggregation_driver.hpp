@@ -31,6 +31,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -400,6 +401,33 @@ class aggregation_driver {
   struct key_extremes {
     std::array<std::uint64_t, detail::max_key_fields> low{}, high{}, signed_low{}, signed_high{};
   };
+  /// The range's pass in flight: its extremes' buffer, their read into pinned memory (not
+  /// blocking) and the work groups that wrote them. Its pinned memory goes back to the pool only
+  /// after the read, whatever ends the set-up.
+  struct pending_extremes {
+    context* ctx = nullptr;
+    cl::Buffer out;
+    detail::buffer_pool::pinned_buffer pinned;
+    std::uint64_t size_class = 0;
+    std::uint64_t groups = 0;
+    cl::Event read;
+    cl_int status = CL_SUCCESS;
+    pending_extremes() = default;
+    pending_extremes(const pending_extremes&) = delete;
+    pending_extremes& operator=(const pending_extremes&) = delete;
+    ~pending_extremes() { release(); }
+    void release() noexcept {
+      if (ctx == nullptr) return;
+      if (read()) (void)read.wait();
+      ctx->recycle_pinned(size_class, pinned);
+      ctx = nullptr;
+    }
+  };
+  void start_key_extremes(pending_extremes& pass);
+  key_extremes finish_key_extremes(pending_extremes& pass);
+  /// Starts the range's pass before the sample's profile where the plan says so
+  /// (query_planner::early_range_pass); read_key_extremes then takes its result.
+  void start_early_range(std::span<const bits_type> sampled);
   key_extremes read_key_extremes();
   /// The key column's exact range on the device (one key column).
   exact_key_range read_key_range();
@@ -431,6 +459,8 @@ class aggregation_driver {
   context::program_request program_request(const kernel_variant& variant) const;
   cl::Program program(const kernel_variant& variant) const;
   cl::Program estimate_program() const;
+  /// Whether the context has made the group estimate's program already (no build to wait for).
+  bool estimate_program_made() const;
   cl::Kernel& aggregate_kernel(const kernel_variant& variant) const;
   std::uint32_t kernel_limit(const kernel_variant& variant) const;
   std::size_t kernel_work_group_limit(const cl::Kernel& kernel) const;
@@ -572,6 +602,9 @@ class aggregation_driver {
   query_shape shape_;
   std::optional<query_planner> planner_;
   bits_type hot_key_ = 0;  // the sample's most frequent key (the run cache's hot-key register)
+  // The range's pass started before the profile. One the plan did not ask for is held until the
+  // driver goes: a wait for it in the set-up would hold the host for the device.
+  std::optional<pending_extremes> early_extremes_;
   std::array<bits_type, query_planner::private_groups_max> private_keys_{};  // query_planner::private_group_keys
   std::uint64_t spill_capacity_ = 0;
   std::uint64_t live_bytes_ = 0;

@@ -9,6 +9,8 @@
 
 #include <algorithm>
 #include <array>
+#include <span>
+#include <tuple>
 #include <type_traits>
 
 #include "../kernels/key_range.hpp"
@@ -17,31 +19,39 @@
 namespace gpuagg {
 
 template <class Bound>
-auto aggregation_driver<Bound>::read_key_extremes() -> key_extremes {
+void aggregation_driver<Bound>::start_key_extremes(pending_extremes& pass) {
   constexpr std::uint32_t fields = key_policy::layout.count;
   const auto& key = columns_.front();
   cl::Kernel kernel = ctx_.kernel(estimate_program(), "gpuagg_key_range");
   const std::size_t local = std::min<std::size_t>(256, detail::power_of_two_below(kernel_work_group_limit(kernel)));
-  const std::uint64_t groups =
-      std::clamp<std::uint64_t>((rows_ + local - 1) / local, 1, std::uint64_t{ctx_.info().compute_units} * 16);
-  const std::uint64_t bytes = groups * fields * 4 * sizeof(cl_ulong);
-  const cl::Buffer out = allocate(bytes, "the key range's extremes");
+  pass.groups = std::clamp<std::uint64_t>((rows_ + local - 1) / local, 1, std::uint64_t{ctx_.info().compute_units} * 16);
+  const std::uint64_t bytes = pass.groups * fields * 4 * sizeof(cl_ulong);
+  pass.out = allocate(bytes, "the key range's extremes");
   detail::kernels::key_range_args<cl::Buffer> args;
   args.key_columns = device_key_columns();
   args.first = key.offset;
   args.n = rows_;
-  args.out = out;
+  args.out = pass.out;
   args.scratch = {fields * 4 * local * sizeof(cl_ulong)};
   detail::bind_arguments(kernel, "the key range", args);
-  launch(kernel, static_cast<std::size_t>(groups * local), local, "the key range", nullptr);
-  auto [pinned, size_class] = ctx_.pooled_pinned(bytes, "the key range's host copy");
-  const auto* words = static_cast<const cl_ulong*>(pinned.mapped);
-  const cl_int read = ctx_.compute_queue().enqueueReadBuffer(out, CL_TRUE, 0, bytes, pinned.mapped);
+  launch(kernel, static_cast<std::size_t>(pass.groups * local), local, "the key range", nullptr);
+  std::tie(pass.pinned, pass.size_class) = ctx_.pooled_pinned(bytes, "the key range's host copy");
+  pass.ctx = &ctx_;
+  pass.status = ctx_.compute_queue().enqueueReadBuffer(pass.out, CL_FALSE, 0, bytes, pass.pinned.mapped, nullptr,
+                                                       &pass.read);
+}
+
+template <class Bound>
+auto aggregation_driver<Bound>::finish_key_extremes(pending_extremes& pass) -> key_extremes {
+  constexpr std::uint32_t fields = key_policy::layout.count;
+  cl_int read = pass.status;
+  if (read == CL_SUCCESS) read = pass.read.wait();
   key_extremes found;
   found.low.fill(~std::uint64_t{0});
   found.signed_low.fill(~std::uint64_t{0});
   if (read == CL_SUCCESS) {
-    for (std::uint64_t g = 0; g < groups; ++g) {
+    const auto* words = static_cast<const cl_ulong*>(pass.pinned.mapped);
+    for (std::uint64_t g = 0; g < pass.groups; ++g) {
       for (std::uint32_t f = 0; f < fields; ++f) {
         const cl_ulong* w = words + 4 * (g * fields + f);
         found.low[f] = std::min<std::uint64_t>(found.low[f], w[0]);
@@ -51,9 +61,37 @@ auto aggregation_driver<Bound>::read_key_extremes() -> key_extremes {
       }
     }
   }
-  ctx_.recycle_pinned(size_class, pinned);
+  pass.release();
   detail::check(read, "reading the key range");
   return found;
+}
+
+template <class Bound>
+void aggregation_driver<Bound>::start_early_range(std::span<const bits_type> sampled) {
+  if constexpr (!identity_scheme && (key_policy::columns == 1 || key_policy::layout.count > 1)) {
+    // Where the program is not made yet (a process's first query of this key type), its build
+    // or its read from the cache on disk would cost more than the pass: the pass waits for the
+    // plan, as without the early start.
+    if (handover_ == nullptr || sampled.empty() || !estimate_program_made()) return;
+    const std::size_t step = std::max<std::size_t>(1, sampled.size() / query_planner::early_range_subset);
+    const detail::key_box box = detail::subset_box(sampled, key_policy::layout, step);
+    if (!query_planner::early_range_pass(ctx_.info(), shape_, opts_, on_device_, box)) return;
+    early_extremes_.emplace();
+    start_key_extremes(*early_extremes_);
+    stats_.range_pass_early = true;
+  }
+}
+
+template <class Bound>
+auto aggregation_driver<Bound>::read_key_extremes() -> key_extremes {
+  if (early_extremes_) {
+    const key_extremes found = finish_key_extremes(*early_extremes_);
+    early_extremes_.reset();
+    return found;
+  }
+  pending_extremes pass;
+  start_key_extremes(pass);
+  return finish_key_extremes(pass);
 }
 
 template <class Bound>

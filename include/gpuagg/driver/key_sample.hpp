@@ -157,6 +157,24 @@ void warm_profile_scratch(std::size_t sample_size) {
   touch(scratch.used.data(), scratch.used.capacity() * sizeof(std::uint32_t));
 }
 
+/// The fields of `Bits` words: the key policy's, none wider than the word (one key's field is
+/// its whole word, so a signed range wraps at the word's top bit).
+template <class Bits>
+key_layout word_fields(const key_layout& layout) noexcept {
+  key_layout fields = layout;
+  for (auto& field : fields.fields) field.bits = std::min(field.bits, static_cast<unsigned>(8 * sizeof(Bits)));
+  return fields;
+}
+
+/// The box of every `step`-th key of `keys` (query_planner::early_range_pass: a strided subset's,
+/// before the sample's profile finds the whole sample's).
+template <class Bits>
+key_box subset_box(std::span<const Bits> keys, const key_layout& layout, std::size_t step) {
+  key_box_builder box(word_fields<Bits>(layout));
+  for (std::size_t i = 0; i < keys.size(); i += std::max<std::size_t>(step, 1)) box.add(static_cast<std::uint64_t>(keys[i]));
+  return box.box();
+}
+
 /// `neighbours[i]`: the key of sample row i's right neighbour in the input (empty: not known);
 /// `layout`: the fields of the key words (the key policy's).
 template <class Bits>
@@ -270,11 +288,7 @@ sample_profile profile_sample(std::span<const Bits> sample, std::span<const Bits
   std::uint64_t frequent_rows = 0;
   const bool keep_keys = used.size() <= max_sample_keys;
   if (keep_keys) profile.keys.reserve(used.size());
-  // The box, its fields no wider than the word (one key's field is its whole word, so a signed
-  // range wraps at the word's top bit).
-  key_layout fields = layout;
-  for (auto& field : fields.fields) field.bits = std::min(field.bits, static_cast<unsigned>(8 * sizeof(Bits)));
-  key_box_builder box(fields);
+  key_box_builder box(word_fields<Bits>(layout));
   for (std::size_t j = 0; j < used.size(); ++j) {
     if (j + ahead < used.size()) __builtin_prefetch(&table[used[j + ahead]], 1);
     auto& s = table[used[j]];

@@ -53,6 +53,10 @@ cl::Program aggregation_driver<Bound>::estimate_program() const {
   return ctx_.program(context::lasting_source{sample_program_source<key_policy>.view()});
 }
 template <class Bound>
+bool aggregation_driver<Bound>::estimate_program_made() const {
+  return ctx_.has_program(context::lasting_source{sample_program_source<key_policy>.view()});
+}
+template <class Bound>
 cl::Kernel& aggregation_driver<Bound>::aggregate_kernel(const kernel_variant& variant) const {
   auto& slot = aggregate_kernels_[variant.index()];
   if (!slot()) slot = ctx_.kernel(program(variant), "gpuagg_aggregate");

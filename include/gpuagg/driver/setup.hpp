@@ -99,9 +99,11 @@ void aggregation_driver<Bound>::setup() {
         opts_.perfect_local_table.value_or(false) || opts_.range_local_table.value_or(false)) {
       detail::phase_clock sampling(stats_.host.sample);
       const auto sample = sample_keys();
+      const std::size_t n = sample.size() / 2;
+      // The device would idle while the host profiles the sample: the range's pass may run then.
+      if (on_device_) start_early_range(std::span<const bits_type>(sample.data(), n));
       sampling.stop();
       const detail::phase_clock counting(stats_.host.profile);
-      const std::size_t n = sample.size() / 2;
       found.profile = detail::profile_sample(std::span<const bits_type>(sample.data(), n),
                                              std::span<const bits_type>(sample.data() + n, n), Bound::key::layout);
     }
@@ -131,6 +133,7 @@ void aggregation_driver<Bound>::setup() {
     stats_.host = handover_->stats.host;
     stats_.estimate_seconds = handover_->stats.estimate_seconds;
     stats_.peak_device_bytes = handover_->stats.peak_device_bytes;
+    stats_.range_pass_early = handover_->stats.range_pass_early;
   } else if (shared_ != nullptr && !on_device_) {
     // Another driver's set-up may be making it: a wait for it counts as this one's estimate.
     bool made_here = false;

@@ -40,6 +40,16 @@ inline bool query_planner::direct_range_wanted() const {
          detail::box_spans_code(profile_.key_box).has_value();
 }
 
+inline bool query_planner::early_range_pass(const device_info& device, const query_shape& shape, const options& opts,
+                                           bool on_device, const detail::key_box& subset_box) {
+  if (shape.identity_scheme || !on_device || subset_box.fields == 0) return false;
+  if (!opts.direct_table.value_or(device.is_gpu) || opts.interleaved_table.value_or(false)) return false;
+  const double keys = subset_box.keys();
+  if (keys > double(direct_max_keys)) return false;
+  if (!opts.direct_table.value_or(false) && keys < double(direct_min_groups / 2)) return false;
+  return subset_box.fields == 1 || detail::box_spans_code(subset_box).has_value();
+}
+
 inline std::optional<exact_key_range> query_planner::direct_domain(const exact_key_range& range) const {
   if (!direct_range_wanted() || profile_.key_box.fields != 1 || range.extent >= direct_max_keys) return std::nullopt;
   const std::uint64_t hashed = initial_table_capacity();

@@ -347,6 +347,14 @@ class context {
     return made;
   }
 
+  /// Whether this context has made the program of a lasting source with these options: asking
+  /// for it then costs no build and no read of the cache on disk.
+  bool has_program(lasting_source source, const std::string& requested_options = {}) const {
+    const address_key key{source.text.data(), source.text.size(), build_options(requested_options)};
+    const std::lock_guard lock(mutex_);
+    return by_address_.contains(key);
+  }
+
   /// Builds every requested program not built yet, concurrently, and waits for them: a query
   /// that needs several programs waits for the longest build, not for their sum. Rethrows the
   /// first failure.
