@@ -126,6 +126,10 @@ class aggregation_driver {
   using bits_type = typename key_policy::bits_type;
   static constexpr std::size_t aggregate_count = Bound::aggregate_count;
   static constexpr bool identity_scheme = Bound::scheme::is_identity;
+  /// Whether the set-up may read the keys' exact range (one key column) or box (packed key
+  /// columns) for direct addressing: a hash scheme's query whose key is one word of its fields.
+  static constexpr bool reads_key_range =
+      !identity_scheme && (key_policy::columns == 1 || key_policy::layout.count > 1);
   /// A partial aggregate of this query (export_partial, absorb).
   using partial_type = typename detail::partial_type_for<Bound>::type;
   /// Where a partial aggregate's columns lie in pinned staging memory.
@@ -458,9 +462,13 @@ class aggregation_driver {
   // ---- programs (driver/programs.hpp) ----
   context::program_request program_request(const kernel_variant& variant) const;
   cl::Program program(const kernel_variant& variant) const;
-  cl::Program estimate_program() const;
+  /// The group estimate's program (the key sample, the sketches, the range's pass).
+  static context::lasting_source estimate_source() {
+    return context::lasting_source{sample_program_source<key_policy>.view()};
+  }
+  cl::Program estimate_program() const { return ctx_.program(estimate_source()); }
   /// Whether the context has made the group estimate's program already (no build to wait for).
-  bool estimate_program_made() const;
+  bool estimate_program_made() const { return ctx_.has_program(estimate_source()); }
   cl::Kernel& aggregate_kernel(const kernel_variant& variant) const;
   std::uint32_t kernel_limit(const kernel_variant& variant) const;
   std::size_t kernel_work_group_limit(const cl::Kernel& kernel) const;

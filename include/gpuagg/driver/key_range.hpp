@@ -68,7 +68,7 @@ auto aggregation_driver<Bound>::finish_key_extremes(pending_extremes& pass) -> k
 
 template <class Bound>
 void aggregation_driver<Bound>::start_early_range(std::span<const bits_type> sampled) {
-  if constexpr (!identity_scheme && (key_policy::columns == 1 || key_policy::layout.count > 1)) {
+  if constexpr (reads_key_range) {
     // Where the program is not made yet (a process's first query of this key type), its build
     // or its read from the cache on disk would cost more than the pass: the pass waits for the
     // plan, as without the early start.

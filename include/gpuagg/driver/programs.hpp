@@ -47,15 +47,6 @@ cl::Program aggregation_driver<Bound>::program(const kernel_variant& variant) co
   return slot;
 }
 
-/// The group estimate's program (the key sample and the sketches).
-template <class Bound>
-cl::Program aggregation_driver<Bound>::estimate_program() const {
-  return ctx_.program(context::lasting_source{sample_program_source<key_policy>.view()});
-}
-template <class Bound>
-bool aggregation_driver<Bound>::estimate_program_made() const {
-  return ctx_.has_program(context::lasting_source{sample_program_source<key_policy>.view()});
-}
 template <class Bound>
 cl::Kernel& aggregation_driver<Bound>::aggregate_kernel(const kernel_variant& variant) const {
   auto& slot = aggregate_kernels_[variant.index()];

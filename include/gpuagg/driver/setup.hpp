@@ -158,7 +158,7 @@ void aggregation_driver<Bound>::setup() {
     const detail::phase_clock planning(stats_.host.plan);
     make_planner(profile, groups);
   }
-  if constexpr (!identity_scheme && (key_policy::columns == 1 || key_policy::layout.count > 1)) {
+  if constexpr (reads_key_range) {
     if (handover_ != nullptr && planner_->direct_range_wanted()) {
       std::optional<exact_key_range> range;
       std::uint32_t box_spans = 0;
