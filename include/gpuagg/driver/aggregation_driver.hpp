@@ -463,12 +463,12 @@ class aggregation_driver {
   context::program_request program_request(const kernel_variant& variant) const;
   cl::Program program(const kernel_variant& variant) const;
   /// The group estimate's program (the key sample, the sketches, the range's pass).
-  static context::lasting_source estimate_source() {
+  static context::lasting_source estimate_program_source() {
     return context::lasting_source{sample_program_source<key_policy>.view()};
   }
-  cl::Program estimate_program() const { return ctx_.program(estimate_source()); }
+  cl::Program estimate_program() const { return ctx_.program(estimate_program_source()); }
   /// Whether the context has made the group estimate's program already (no build to wait for).
-  bool estimate_program_made() const { return ctx_.has_program(estimate_source()); }
+  bool estimate_program_made() const { return ctx_.has_program(estimate_program_source()); }
   cl::Kernel& aggregate_kernel(const kernel_variant& variant) const;
   std::uint32_t kernel_limit(const kernel_variant& variant) const;
   std::size_t kernel_work_group_limit(const cl::Kernel& kernel) const;
