@@ -75,6 +75,7 @@ struct settings {
   std::uint64_t seed = 1;
   std::string keys = "one";
   std::string reference_csv;  // --reference-one: the single key's default in the pairs' turns
+  int direct_table = -1;      // options::direct_table in every system's queries: -1 the default's rule
 };
 
 std::vector<unsigned> parse_range(const std::string& text) {
@@ -419,7 +420,9 @@ run timed_single_query(context& ctx, const dataset& d, const settings& s, const 
 }
 
 /// The user's call on this input kind, timed and verified.
-run timed_query(context& ctx, const dataset& d, const settings& s, const options& opts) {
+run timed_query(context& ctx, const dataset& d, const settings& s, const options& given) {
+  options opts = given;
+  if (s.direct_table >= 0) opts.direct_table = s.direct_table == 1;
   if (pair_columns(s)) return timed_pair_query(ctx, d, s, opts);
   if (s.keys == "wide") return timed_wide_query(ctx, d, s, opts);
   if (s.keys == "one64") return timed_single_query(ctx, d, s, opts, d.keys64, d.keys64_pinned, d.keys64_dev);
@@ -493,7 +496,8 @@ struct report {
 
 /// The configurations the oracle sweeps: "full", every power of two of work groups per compute
 /// unit and work-group size in the ranges where any query ran fastest on the GPUs measured;
-/// "quick", three (a test of the instrument, not a measurement); or a list such as
+/// "quick", three (a test of the instrument, not a measurement); "shared", full's SHARED
+/// configurations (the plan entry's direct-addressing sweep); or a list such as
 /// "W:4x256,S:64x256" (W: WORKGROUPLOCAL, S: SHARED).
 std::vector<execution_params> sweep_grid(const std::string& which) {
   std::vector<execution_params> grid;
@@ -501,7 +505,7 @@ std::vector<execution_params> sweep_grid(const std::string& which) {
     return {{strategy_kind::workgroup_local, {4, 256}}, {strategy_kind::shared, {1, 256}},
             {strategy_kind::shared, {16, 64}}};
   }
-  if (which != "full") {
+  if (which != "full" && which != "shared") {
     std::stringstream in(which);
     std::string item;
     while (std::getline(in, item, ',')) {
@@ -514,8 +518,10 @@ std::vector<execution_params> sweep_grid(const std::string& which) {
     }
     return grid;
   }
-  for (std::uint32_t wg = 1; wg <= 32; wg *= 2) {
-    for (std::uint32_t size = 64; size <= 1024; size *= 2) grid.push_back({strategy_kind::workgroup_local, {wg, size}});
+  if (which != "shared") {
+    for (std::uint32_t wg = 1; wg <= 32; wg *= 2) {
+      for (std::uint32_t size = 64; size <= 1024; size *= 2) grid.push_back({strategy_kind::workgroup_local, {wg, size}});
+    }
   }
   for (std::uint32_t wg = 1; wg <= 1024; wg *= 2) {
     for (std::uint32_t size = 8; size <= 256; size *= 2) grid.push_back({strategy_kind::shared, {wg, size}});
@@ -540,7 +546,11 @@ int main(int argc, char** argv) {
   app.add_option("--systems", s.systems, "default,oracle");
   app.add_option("--reps", s.reps, "timed queries per system after one untimed");
   app.add_option("--sweep-reps", s.sweep_reps, "timed queries per configuration of the oracle's sweep");
-  app.add_option("--sweep", s.sweep, "the oracle's configurations: full | quick | W:4x256,S:64x256,...");
+  app.add_option("--sweep", s.sweep, "the oracle's configurations: full | shared | quick | W:4x256,S:64x256,...");
+  app.add_option("--direct-table", s.direct_table,
+                 "options::direct_table in every query: -1 the default's rule, 0 never, 1 always (the plan entry's "
+                 "direct-addressing sweep)")
+      ->check(CLI::Range(-1, 1));
   app.add_flag("--cold", s.cold, "time only the process's first query (default system), then exit");
   app.add_flag("--interleave", s.interleave,
                "time the default's and the oracle's queries alternately, after the oracle's sweep (host input: "

@@ -11,14 +11,22 @@ scattered; where one was not measured at a group count, the nearest count that w
 
 --fill names a sweep of a device of the same architecture whose rows stand in for a key
 distribution the main sweep did not measure at all (the entry's comment lists which).
+--direct names a sweep of SHARED with direct addressing asked (bench/suite.sh --parts direct:
+plan_sweep_direct.csv): its uniform rows give each regime's direct configuration, the nearest
+measured group count's where the regime's own was not measured; without it, {0, 0} (the hash
+table's configuration). The plan sizes a direct table of 2^g keys as 2^g buckets of the hash
+table's bytes, those of the recorded query's hash table at 2^(g-1) groups: regime g, for even g.
+
+  bench/plan_data.py bench/results/h200/plan_sweep.csv --name h200 --fill bench/results/h100/plan_sweep.csv \
+      --direct bench/results/h200/plan_sweep_direct.csv
 
 Without --write it prints the entry; with it, it replaces the entry between the markers
 "// BEGIN <name>" and "// END <name>" in the header.
 """
 import argparse, csv, collections, re, sys
 
-def best(rows, strategy, window=2):
-    """Per group count, the configuration of `strategy` whose worst ratio to the fastest over the
+def best(rows, strategy, window=2, column="median_wall_ms"):
+    """Per group count, the configuration of `strategy` whose worst ratio (of `column`) to the fastest over the
     measured group counts within `window` powers of two is lowest, ties broken by its time at the
     group count itself: near the optimum many configurations tie within the noise of one
     measurement, and the one that is also good next door is the one a query between them meets."""
@@ -26,7 +34,7 @@ def best(rows, strategy, window=2):
     for r in rows:
         if r["strategy"] == strategy:
             times[int(r["groups_log2"])][(int(r["work_groups_per_cu"]), int(r["work_group_size"]))] = \
-                float(r["median_wall_ms"])
+                float(r[column])
     counts = sorted(times)
     out = {}
     for i, g in enumerate(counts):
@@ -49,6 +57,7 @@ def main():
     ap.add_argument("--input", default="device")
     ap.add_argument("--write")
     ap.add_argument("--fill")
+    ap.add_argument("--direct")
     a = ap.parse_args()
     rows = [r for r in csv.DictReader(open(a.sweep)) if r["input"] == a.input]
     filled = []
@@ -66,8 +75,18 @@ def main():
     # was not measured at a group count, the nearest count that was; where not at all, uniform's.
     extra = {d: (best(by(d), "WORKGROUPLOCAL"), best(by(d), "SHARED"))
              for d in ("sorted", "zipf", "heavy", "scattered")}
+    direct = {}
+    if a.direct:
+        direct_rows = [r for r in csv.DictReader(open(a.direct))
+                       if r["input"] == a.input and r["distribution"] == "uniform"]
+        if not direct_rows: sys.exit("plan_data.py: no uniform rows in " + a.direct)
+        # By the kernels' time: the configuration changes only the kernels, and the set-up's
+        # host work (0.2-0.5 ms) varied between one configuration's queries more than the
+        # kernels of the good configurations differ.
+        direct = best(direct_rows, "SHARED", column="median_kernel_ms")
     groups = sorted(shared)
-    source = a.sweep + "".join(f"; {d} keys from {a.fill}" for d in filled)
+    source = a.sweep + "".join(f"; {d} keys from {a.fill}" for d in filled) + \
+        (f"; direct addressing from {a.direct}" if a.direct else "")
     lines = [f"// {device}: {source}, by bench/plan_data.py.",
              f"inline constexpr plan_regime {a.name}[] = {{"]
     last_wgl = (4, 256)
@@ -81,6 +100,7 @@ def main():
         # Scattered keys: {0, 0} (the shuffled keys' configuration) where never measured.
         dw, ds = extra["scattered"]
         fields += [nearest(dw, g, (0, 0)), nearest(ds, g, (0, 0))]
+        fields.append(nearest(direct, g, (0, 0)))
         bound = 63 if i == len(groups) - 1 else g
         lines.append(f"    {{{bound}, " + ", ".join(f"{{{c[0]}, {c[1]}}}" for c in fields) + "},")
     lines.append("};")

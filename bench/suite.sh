@@ -31,6 +31,10 @@
 #                 2^12: either side of the perfect local table's edge; 2^19 and 2^20 of the
 #                 half-load table's; 2^21 and 2^22 of the hash table's PARTITION line), device
 #                 input -> scattered.csv
+#   direct        the oracle's sweep of SHARED's configurations with direct addressing asked
+#                 (options::direct_table) on uniform device keys at every even group count from
+#                 2^10: the plan entry's direct-addressing configurations (bench/plan_data.py
+#                 --direct)                  -> plan_sweep_direct.csv, plan_direct.csv
 #   wide          the same with two uint64 key columns (128 bits: the key dictionary), device
 #                 and pinned input                              -> wide.csv
 #   tpch          TPC-H Q1 (tpch_q1_bench) at SF 10 and 100 on device, pinned and pageable
@@ -107,8 +111,8 @@ while (($#)); do
     *) echo "suite.sh: unknown argument $1 (--help)" >&2; exit 2 ;;
   esac
 done
-[[ $parts == all ]] && parts=uniform,skew,host,host-skew,periodic,composite,scattered,wide,tpch,cold,peers,baselines,values,space,replay,live,live-filled,live-queries,fill,profile
-known=",uniform,skew,host,host-skew,periodic,composite,scattered,wide,tpch,cold,peers,baselines,values,space,replay,live,live-filled,live-queries,fill,profile,"
+[[ $parts == all ]] && parts=uniform,skew,host,host-skew,periodic,composite,scattered,direct,wide,tpch,cold,peers,baselines,values,space,replay,live,live-filled,live-queries,fill,profile
+known=",uniform,skew,host,host-skew,periodic,composite,scattered,direct,wide,tpch,cold,peers,baselines,values,space,replay,live,live-filled,live-queries,fill,profile,"
 for p in ${parts//,/ }; do
   [[ $known == *",$p,"* ]] || { echo "suite.sh: unknown part $p (--help)" >&2; exit 2; }
 done
@@ -302,6 +306,16 @@ if has scattered; then
   step 260 scattered "$bench" --rows-log2 "$rows" --groups-log2 "$(upto 4,10,11,12,16,19,20,21,22,24)" --keys scattered \
     --csv "$tmp/k.csv" "${paired[@]}"
   merge scattered.csv $default_key "$tmp/k.csv"
+fi
+if has direct; then
+  need groupby_bench
+  # The oracle's timed queries (plan_direct.csv) say in direct_addressing that the sweep's
+  # queries addressed the table directly.
+  rm -f "$tmp/d.csv" "$tmp/ds.csv"
+  step 300 direct "$bench" --rows-log2 "$rows" --groups-log2 "$(seq -s, 10 2 $((rows + 1)))" --input device \
+    --systems oracle --direct-table 1 --sweep shared --sweep-reps 5 --reps 3 --csv "$tmp/d.csv" --sweep-csv "$tmp/ds.csv"
+  merge plan_direct.csv $default_key "$tmp/d.csv"
+  merge plan_sweep_direct.csv $sweep_key "$tmp/ds.csv"
 fi
 if has wide; then
   need groupby_bench

@@ -141,6 +141,35 @@ TEST_CASE("the H200 starts from its own entry, not the H100's") {
   CHECK(local.config == own.regime(10).workgroup_local);
 }
 
+TEST_CASE("direct addressing starts from the entry's direct configurations where it has them") {
+  device_info h200 = h100();
+  h200.name = "NVIDIA H200";
+  const plan_entry own = query_planner::entry_for(h200);
+  // A regime of tables larger than the cache, where the H200's sweep with direct addressing
+  // chose another configuration than its hash table's.
+  REQUIRE(own.regime(26).shared_direct.work_group_size != 0);
+  REQUIRE(own.regime(26).shared_direct != own.regime(26).shared);
+  for (unsigned log2 = 18; log2 <= 28; log2 += 2) {
+    CAPTURE(log2);
+    const std::uint64_t groups = std::uint64_t{1} << log2;
+    query_shape direct = recorded_shape();
+    direct.identity_scheme = true;
+    direct.domain_size = groups;
+    const auto d = plan(h200, uniform_input(groups), {}, direct, 256);
+    const plan_regime& r = d.regime();
+    // A direct table of 2^g keys is planned as 2^g buckets of the hash table's bytes (the
+    // recorded hash table's at 2^(g-1) groups): the regime the sweep of 2^g groups wrote.
+    CHECK(r.max_table_log2 == (log2 >= 28 ? 63 : log2));
+    const auto start = d.default_params();
+    CHECK(start.strategy == strategy_kind::shared);
+    CHECK(start.config == r.shared_direct);
+    // No direct sweep in the H100's entry: the hash table's configuration, as before.
+    const auto on_h100 = plan(h100(), uniform_input(groups), {}, direct, 256);
+    CHECK(on_h100.regime().shared_direct.work_group_size == 0);
+    CHECK(on_h100.default_params().config == on_h100.regime().shared);
+  }
+}
+
 TEST_CASE("the H100: WORKGROUPLOCAL while the table fits local memory, then SHARED with many work groups") {
   for (unsigned log2 = 0; log2 <= 28; log2 += 2) {
     CAPTURE(log2);

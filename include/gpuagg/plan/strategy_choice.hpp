@@ -43,7 +43,12 @@ inline launch_config query_planner::initial_config(strategy_kind strategy) const
   // they start from shuffled keys' configuration.
   const launch_config& scattered = local ? r.workgroup_local_scattered : r.shared_scattered;
   const bool hashed = !(local && (range_ || perfect_));
-  const launch_config& shuffled = hashed && scattered_keys() && scattered.work_group_size != 0
+  // Direct addressing's SHARED configuration where the entry has one: a row reads no key word
+  // and probes nothing, and once its table outgrows the cache a few work items a compute unit,
+  // each over many rows, outran the hash table's configuration of as many bytes.
+  const bool direct = shape_.identity_scheme && !local && r.shared_direct.work_group_size != 0;
+  const launch_config& shuffled = direct ? r.shared_direct
+                                  : hashed && scattered_keys() && scattered.work_group_size != 0
                                       ? scattered
                                       : (local ? r.workgroup_local : r.shared);
   launch_config config = runs       ? (local ? r.workgroup_local_runs : r.shared_runs)

@@ -27,10 +27,10 @@ inline tuning_plan query_planner::tuning(bool forced) const {
   // a few tens of microseconds, whose noise reopens it query after query, and its SHARED start
   // sends every row's atomic to one bucket of global memory.
   const bool one_key = profile_.sampled && profile_.hottest_key_share >= single_key_share;
-  // Direct addressing runs the configurations the entry holds for the hash table's shape: its
-  // kernel reads no key word and probes nothing, so it is the hash table's loop with less in it,
-  // and a search on slices, query after query, settles on slower configurations than that start
-  // (docs/decisions.md).
+  // Direct addressing runs the entry's configurations: its own where the entry has them, else
+  // the hash table's (its kernel reads no key word and probes nothing, so it is the hash table's
+  // loop with less in it). A search on slices, query after query, settled on slower
+  // configurations than that start (docs/decisions.md).
   const bool measured = (entry_.level == plan_level::device || entry_.level == plan_level::architecture) &&
                         (recorded_shape || wide_scattered || one_key || shape_.identity_scheme);
   if (forced) {
