@@ -12,9 +12,12 @@ scattered; where one was not measured at a group count, the nearest count that w
 --fill names a sweep of a device of the same architecture whose rows stand in for a key
 distribution the main sweep did not measure at all (the entry's comment lists which).
 --direct names a sweep of SHARED with direct addressing asked (bench/suite.sh --parts direct:
-plan_sweep_direct.csv): its uniform rows give each regime's direct configuration, the nearest
-measured group count's where the regime's own was not measured; without it, {0, 0} (the hash
-table's configuration). The plan sizes a direct table of 2^g keys as 2^g buckets of the hash
+plan_sweep_direct.csv): at each group count it measured, its uniform rows' best configuration
+becomes the regime's direct one where it ran at least 2% faster there than the regime's SHARED
+configuration for the hash table (which direct addressing runs otherwise); elsewhere, and
+without --direct, {0, 0}. Within 2% the sweep's medians do not tell configurations apart, and a
+change there bought nothing measured and risked keys the sweep does not draw (periodic keys at
+2^20 groups ran 14% slower on the sweep's 1024x256 than on the hash table's 1024x128). The plan sizes a direct table of 2^g keys as 2^g buckets of the hash
 table's bytes, those of the recorded query's hash table at 2^(g-1) groups: regime g, for even g.
 
   bench/plan_data.py bench/results/h200/plan_sweep.csv --name h200 --fill bench/results/h100/plan_sweep.csv \
@@ -75,7 +78,7 @@ def main():
     # was not measured at a group count, the nearest count that was; where not at all, uniform's.
     extra = {d: (best(by(d), "WORKGROUPLOCAL"), best(by(d), "SHARED"))
              for d in ("sorted", "zipf", "heavy", "scattered")}
-    direct = {}
+    direct, direct_times = {}, {}
     if a.direct:
         direct_rows = [r for r in csv.DictReader(open(a.direct))
                        if r["input"] == a.input and r["distribution"] == "uniform"]
@@ -84,6 +87,11 @@ def main():
         # host work (0.2-0.5 ms) varied between one configuration's queries more than the
         # kernels of the good configurations differ.
         direct = best(direct_rows, "SHARED", column="median_kernel_ms")
+        direct_times = collections.defaultdict(dict)
+        for r in direct_rows:
+            if r["strategy"] == "SHARED":
+                direct_times[int(r["groups_log2"])][(int(r["work_groups_per_cu"]), int(r["work_group_size"]))] = \
+                    float(r["median_kernel_ms"])
     groups = sorted(shared)
     source = a.sweep + "".join(f"; {d} keys from {a.fill}" for d in filled) + \
         (f"; direct addressing from {a.direct}" if a.direct else "")
@@ -100,7 +108,9 @@ def main():
         # Scattered keys: {0, 0} (the shuffled keys' configuration) where never measured.
         dw, ds = extra["scattered"]
         fields += [nearest(dw, g, (0, 0)), nearest(ds, g, (0, 0))]
-        fields.append(nearest(direct, g, (0, 0)))
+        d = direct.get(g)
+        t = direct_times.get(g, {})
+        fields.append(d if d and s in t and t[s] >= 1.02 * t[d] else (0, 0))
         bound = 63 if i == len(groups) - 1 else g
         lines.append(f"    {{{bound}, " + ", ".join(f"{{{c[0]}, {c[1]}}}" for c in fields) + "},")
     lines.append("};")

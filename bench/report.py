@@ -72,6 +72,10 @@ OTHER_FILES = {
     "plan_sweep.csv": ("the oracle's sweeps bench/plan_data.py wrote this device's plan_data.hpp entry from",
                        "uniform, skew (an earlier run of record's sweep.csv); on h100 also scattered: groupby_bench "
                        "--keys scattered --groups-log2 0:26:2 --systems oracle --sweep-reps 2 --reps 1 --sweep-csv"),
+    "plan_sweep_direct.csv": ("the oracle's sweep of SHARED with direct addressing asked, on uniform keys: the "
+                              "entry's direct configurations (bench/plan_data.py --direct)", "direct"),
+    "plan_direct.csv": ("the direct sweep's oracle queries, each with direct_addressing 1 (the sweep addressed "
+                        "its tables directly)", "direct"),
     "composite_sweep.csv": ("the oracle's sweep with two uint32 key columns: the scattered-keys configurations "
                             "measured on 8-byte key words (plan/tuning.hpp)", "composite"),
     "search_space.csv": ("the earlier recording of the spaces (8 blocks per configuration), for tuner_eval",
