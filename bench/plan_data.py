@@ -17,8 +17,9 @@ becomes the regime's direct one where it ran at least 2% faster there than the r
 configuration for the hash table (which direct addressing runs otherwise); elsewhere, and
 without --direct, {0, 0}. Within 2% the sweep's medians do not tell configurations apart, and a
 change there bought nothing measured and risked keys the sweep does not draw (periodic keys at
-2^20 groups ran 14% slower on the sweep's 1024x256 than on the hash table's 1024x128). The plan sizes a direct table of 2^g keys as 2^g buckets of the hash
-table's bytes, those of the recorded query's hash table at 2^(g-1) groups: regime g, for even g.
+2^20 groups ran 14% slower on the sweep's 1024x256 than on the hash table's 1024x128). The plan
+sizes a direct table of 2^g keys as 2^g buckets of the hash table's bytes, those of the recorded
+query's hash table at 2^(g-1) groups: regime g, for even g.
 
   bench/plan_data.py bench/results/h200/plan_sweep.csv --name h200 --fill bench/results/h100/plan_sweep.csv \
       --direct bench/results/h200/plan_sweep_direct.csv
@@ -29,9 +30,9 @@ Without --write it prints the entry; with it, it replaces the entry between the 
 import argparse, csv, collections, re, sys
 
 def best(rows, strategy, window=2, column="median_wall_ms"):
-    """Per group count, the configuration of `strategy` whose worst ratio (of `column`) to the fastest over the
-    measured group counts within `window` powers of two is lowest, ties broken by its time at the
-    group count itself: near the optimum many configurations tie within the noise of one
+    """Per group count, the configuration of `strategy` whose worst ratio (of `column`) to the
+    fastest over the measured group counts within `window` powers of two is lowest, ties broken by
+    its time at the group count itself: near the optimum many configurations tie within the noise of one
     measurement, and the one that is also good next door is the one a query between them meets."""
     times = collections.defaultdict(dict)  # g -> config -> median wall
     for r in rows:
