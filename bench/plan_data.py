@@ -29,16 +29,22 @@ Without --write it prints the entry; with it, it replaces the entry between the 
 """
 import argparse, csv, collections, re, sys
 
-def best(rows, strategy, window=2, column="median_wall_ms"):
-    """Per group count, the configuration of `strategy` whose worst ratio (of `column`) to the
-    fastest over the measured group counts within `window` powers of two is lowest, ties broken by
-    its time at the group count itself: near the optimum many configurations tie within the noise of one
-    measurement, and the one that is also good next door is the one a query between them meets."""
-    times = collections.defaultdict(dict)  # g -> config -> median wall
+def times_of(rows, strategy, column):
+    """group count -> configuration -> `column` (a median time) of `strategy`'s rows."""
+    times = collections.defaultdict(dict)
     for r in rows:
         if r["strategy"] == strategy:
             times[int(r["groups_log2"])][(int(r["work_groups_per_cu"]), int(r["work_group_size"]))] = \
                 float(r[column])
+    return times
+
+def best(rows, strategy, window=2, column="median_wall_ms"):
+    """Per group count, the configuration of `strategy` whose worst ratio (of `column`) to the
+    fastest over the measured group counts within `window` powers of two is lowest, ties broken by
+    its time at the group count itself: near the optimum many configurations tie within the noise
+    of one measurement, and the one that is also good next door is the one a query between them
+    meets."""
+    times = times_of(rows, strategy, column)
     counts = sorted(times)
     out = {}
     for i, g in enumerate(counts):
@@ -88,11 +94,7 @@ def main():
         # host work (0.2-0.5 ms) varied between one configuration's queries more than the
         # kernels of the good configurations differ.
         direct = best(direct_rows, "SHARED", column="median_kernel_ms")
-        direct_times = collections.defaultdict(dict)
-        for r in direct_rows:
-            if r["strategy"] == "SHARED":
-                direct_times[int(r["groups_log2"])][(int(r["work_groups_per_cu"]), int(r["work_group_size"]))] = \
-                    float(r["median_kernel_ms"])
+        direct_times = times_of(direct_rows, "SHARED", "median_kernel_ms")
     groups = sorted(shared)
     source = a.sweep + "".join(f"; {d} keys from {a.fill}" for d in filled) + \
         (f"; direct addressing from {a.direct}" if a.direct else "")
