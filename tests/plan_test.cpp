@@ -682,6 +682,77 @@ TEST_CASE("beyond local memory, keys in runs or one dominant key: a partial loca
   CHECK(limited.default_params().config == launch_config{64, 128});
 }
 
+TEST_CASE("keys that repeat with the rows' positions: a work group's window decides the partial local table") {
+  // Keys row % 2^16 over 2^27 rows on device input: the sample shows neither runs nor a
+  // dominant key, so the plan asks for one work group's window of 16 grid strides of 32 x 132
+  // x 256 work items; there each work item meets 2 keys, the work group 512.
+  auto periodic = uniform_input(std::uint64_t{1} << 16);
+  periodic.restartable = true;
+  const auto asked = plan(h100(), periodic, {}, recorded_shape(), 256);
+  const auto window = asked.locality_window();
+  REQUIRE(window.has_value());
+  CHECK(window->pitch_rows == std::uint64_t{32} * 132 * 256);
+  CHECK(window->width == 256);
+  CHECK(window->strides == query_planner::locality_strides);
+  CHECK(asked.default_params().strategy == strategy_kind::shared);
+  auto bounded = periodic;
+  bounded.window_read = true;
+  bounded.work_group_keys = 512;
+  const auto local = plan(h100(), bounded, {}, recorded_shape(), 256);
+  CHECK_FALSE(local.locality_window().has_value());  // read once
+  CHECK(local.partial_local_table());
+  CHECK(local.default_params() == execution_params{strategy_kind::workgroup_local, {32, 256}});
+  CHECK(std::ranges::count(local.strategies_to_build(), strategy_kind::workgroup_local) == 1);
+  // A window whose keys kept growing (0), or stopped at more keys than the local table holds:
+  // SHARED, as for shuffled keys.
+  auto growing = periodic;
+  growing.window_read = true;
+  CHECK(plan(h100(), growing, {}, recorded_shape(), 256).default_params().strategy == strategy_kind::shared);
+  auto many = bounded;
+  many.work_group_keys = double(local.max_local_buckets());
+  CHECK_FALSE(plan(h100(), many, {}, recorded_shape(), 256).partial_local_table());
+  // Not asked: host input, a CPU, direct addressing, groups within local memory, keys in runs
+  // (their own rule decides), and launches of fewer than 16 grid strides.
+  CHECK_FALSE(plan(h100(), uniform_input(std::uint64_t{1} << 16, std::uint64_t{1} << 27, false)).locality_window());
+  CHECK_FALSE(plan(pocl_cpu(), periodic).locality_window());
+  query_shape dense;
+  dense.identity_scheme = true;
+  dense.domain_size = 1 << 16;
+  CHECK_FALSE(plan(h100(), periodic, {}, dense).locality_window());
+  CHECK_FALSE(plan(h100(), uniform_input(1 << 8)).locality_window());
+  auto runs = periodic;
+  runs.runs_share = 0.99;
+  CHECK_FALSE(plan(h100(), runs, {}, recorded_shape(), 256).locality_window());
+  auto short_input = periodic;
+  short_input.rows = std::uint64_t{1} << 24;
+  CHECK_FALSE(plan(h100(), short_input, {}, recorded_shape(), 256).locality_window());
+}
+
+TEST_CASE("a work group's window: its keys where they stopped growing, else 0") {
+  // 16 strides of 256 rows, 1,081,344 rows apart, of keys row % 2^16: 2 keys a work item.
+  const std::uint64_t pitch = std::uint64_t{32} * 132 * 256;
+  std::vector<std::uint32_t> periodic;
+  for (std::uint64_t s = 0; s < 16; ++s) {
+    for (std::uint64_t j = 0; j < 256; ++j) periodic.push_back(static_cast<std::uint32_t>((s * pitch + j) % 65536));
+  }
+  CHECK(detail::bounded_window_keys(std::span<const std::uint32_t>(periodic), 256) == 512);
+  // Uniform keys over 2^16 groups: the second half nearly doubles them.
+  std::mt19937_64 rng(std::random_device{}());
+  std::vector<std::uint64_t> uniform(4096);
+  for (auto& k : uniform) k = rng() % 65536;
+  CHECK(detail::bounded_window_keys(std::span<const std::uint64_t>(uniform), 256) == 0);
+  // Keys row % 2^20: a work item meets a new key at every stride.
+  std::vector<std::uint32_t> wide;
+  for (std::uint64_t s = 0; s < 16; ++s) {
+    for (std::uint64_t j = 0; j < 256; ++j) wide.push_back(static_cast<std::uint32_t>((s * pitch + j) % (1 << 20)));
+  }
+  CHECK(detail::bounded_window_keys(std::span<const std::uint32_t>(wide), 256) == 0);
+  // One key, and extreme key values, count as keys.
+  const std::vector<std::uint64_t> one(4096, ~std::uint64_t{0});
+  CHECK(detail::bounded_window_keys(std::span<const std::uint64_t>(one), 256) == 1);
+  CHECK(detail::bounded_window_keys(std::span<const std::uint64_t>(one), 4096) == 0);  // one stride: nothing to compare
+}
+
 TEST_CASE("the start configuration follows the keys' shape: runs, one dominant key, frequent keys, shuffled") {
   // The H100 entry's 2^20 regime holds a different SHARED configuration for each shape; the
   // shape the sample shows picks which. A zipf-like sample (hottest key 12%, frequent keys

@@ -333,8 +333,8 @@ class query_planner {
   execution_params default_params() const;
 
   /// Whether WORKGROUPLOCAL with a local table smaller than the groups runs the query beyond
-  /// local memory: on a GPU, for hashed keys in runs (runs_share) or with one dominant key (not a
-  /// single one), where a work group of partial_local_start meets in a block no more keys than
+  /// local memory: on a GPU, for hashed keys in runs (runs_share), with one dominant key (not a
+  /// single one) or whose work group's window met few keys (work_group_keys), where a work group of partial_local_start meets in a block no more keys than
   /// its local table holds (keys_per_work_group). Its rows then find their key in local memory,
   /// a run or the dominant key's rows in one local bucket, and only the first row of each key
   /// reaches the global table; SHARED sends every row, or every run, to the L2's atomics. Where a
@@ -344,13 +344,27 @@ class query_planner {
   /// WORKGROUPLOCAL's configuration with a partial local table: partial_local_start within the
   /// kernel's limits and the block's rows (fitted).
   launch_config partial_local_config() const;
+  /// The rows whose keys tell whether a work group of partial_local_config meets few keys
+  /// where the sample shows neither runs nor a dominant key: keys that repeat with the rows'
+  /// positions (keys row % G, ids written round-robin) hand each work item's grid-stride rows
+  /// a few keys, each work group a few hundred, although every key is as frequent as the next
+  /// and no neighbour shares a key. Asked for on a GPU, for device input with at least
+  /// locality_strides grid strides a launch, whose hashed groups outgrow local memory and
+  /// whose sample decided nothing else; one read of a few KiB, once.
+  std::optional<key_window> locality_window() const;
+  /// The window's rows for launches of `launch_rows` rows on `device` (where it has locality_strides
+  /// grid strides of partial_local_start), whatever the keys: the driver reads it beside the key
+  /// sample, in the same wait, before the plan can ask for it.
+  static std::optional<key_window> locality_window_for(const device_info& device, std::uint64_t launch_rows);
+  static constexpr std::uint32_t locality_strides = 16;
   /// More, smaller work groups: each meets fewer keys (a grid-stride loop hands a work group
   /// every so many stretches of consecutive rows), so more of its rows find their key in its table.
   static constexpr launch_config partial_local_start{32, 256};
   /// The distinct keys a work group of `config` meets in a block, from the sample's shape: in
   /// runs, a key for each stretch of work_group_size consecutive rows it takes and one more at
-  /// each run's end within them; beside a dominant key, at most a key for each other row. At
-  /// most the groups planned.
+  /// each run's end within them; beside a dominant key, at most a key for each other row; where
+  /// a work group's window stopped meeting new keys (work_group_keys), those and a quarter more
+  /// for the strides it did not read. At most the groups planned.
   double keys_per_work_group(const launch_config& config) const;
 
   /// The strategies whose programs default_params() may build (their kernel limits): what a

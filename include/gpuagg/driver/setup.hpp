@@ -277,8 +277,18 @@ void aggregation_driver<Bound>::make_planner(const detail::sample_profile& sampl
   for (const auto& [key, count] : sample.frequent) profile.frequent_counts.push_back(count);
   profile.sample_keys = sample.keys;
   profile.sample_once = sample.once;
-  planner_.emplace(ctx_.info(), shape_, std::move(profile), opts_,
-                   [this](const kernel_variant& variant) { return kernel_limit(variant); });
+  const auto limits = [this](const kernel_variant& variant) { return kernel_limit(variant); };
+  planner_.emplace(ctx_.info(), shape_, profile, opts_, limits);
+  if (const auto window = planner_->locality_window()) {
+    const bool read = key_window_ && key_window_->pitch_rows == window->pitch_rows && key_window_->width == window->width &&
+                      key_window_->strides == window->strides && key_window_keys_.size() == window->keys();
+    if (!read) {
+      key_window_keys_ = read_key_rows(window->pitch_rows, window->width, window->strides, 0, "reading a work group's keys");
+    }
+    profile.window_read = true;
+    profile.work_group_keys = detail::bounded_window_keys(std::span<const bits_type>(key_window_keys_), window->width);
+    planner_.emplace(ctx_.info(), shape_, std::move(profile), opts_, limits);
+  }
   block_rows_ = planner_->block_rows();
   slice_rows_ = planner_->tuning_block_rows();
   window_ = planner_->window();

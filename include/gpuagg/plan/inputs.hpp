@@ -64,6 +64,11 @@ struct input_profile {
   /// keys the sample missed is sample_once / sample_size (the perfect local table).
   std::vector<std::uint64_t> sample_keys;
   std::uint64_t sample_once = 0;
+  /// Where the set-up read one work group's rows (query_planner::locality_window): the distinct
+  /// keys they held if those stopped growing over the window's second half of grid strides
+  /// (detail::bounded_window_keys), else 0; `window_read` whether it was read at all.
+  double work_group_keys = 0;
+  bool window_read = false;
   /// The query can run again from its input if its spill area overflows (group_by and
   /// group_by_on_device: the driver's caller restarts it); see query_planner::spill_capacity.
   bool restartable = false;
@@ -129,6 +134,15 @@ struct range_local_plan {
     for (std::uint32_t i = 0; i < box.fields; ++i) word |= (box.extent[i] + 1) << (16 * i);
     return word;
   }
+};
+
+/// The rows one work group of a WORKGROUPLOCAL launch takes in its first grid strides: `width`
+/// consecutive rows from row 0, then again every `pitch_rows` rows, `strides` times.
+struct key_window {
+  std::uint64_t pitch_rows = 0;
+  std::uint32_t width = 0;
+  std::uint32_t strides = 0;
+  std::uint64_t keys() const noexcept { return std::uint64_t{width} * strides; }
 };
 
 /// Whether and how the tuner refines the plan online.

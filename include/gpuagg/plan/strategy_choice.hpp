@@ -86,6 +86,7 @@ inline double query_planner::keys_per_work_group(const launch_config& config) co
   if (profile_.hottest_key_share >= dominant_key_share) {
     keys = std::min(keys, per_group * (1.0 - profile_.hottest_key_share) + 1.0);
   }
+  if (profile_.work_group_keys > 0) keys = std::min(keys, 1.25 * profile_.work_group_keys);
   return std::min(keys, double(std::max<std::uint64_t>(planned_groups(), 1)));
 }
 
@@ -94,10 +95,28 @@ inline bool query_planner::partial_local_table() const {
   const double hot = profile_.hottest_key_share;
   const bool runs = profile_.runs_share >= runs_min_share;
   const bool dominant = hot >= dominant_key_share && hot < single_key_share;
-  if (!runs && !dominant) return false;
+  if (!runs && !dominant && profile_.work_group_keys <= 0) return false;
   // Fewer work groups where the block has fewer rows than work items; a kernel limit below the
   // start's size (read only once the program is built) would halve the work groups' rows.
   return keys_per_work_group(within_rows(partial_local_start)) <= double(max_local_buckets());
+}
+
+inline std::optional<key_window> query_planner::locality_window() const {
+  if (!device_.is_gpu || !profile_.on_device || profile_.window_read || shape_.identity_scheme || !profile_.sampled ||
+      local_table_fits() || partial_local_table()) {
+    return std::nullopt;
+  }
+  return locality_window_for(device_, rows_a_launch());
+}
+
+inline std::optional<key_window> query_planner::locality_window_for(const device_info& device,
+                                                                    std::uint64_t launch_rows) {
+  // At locality_strides grid strides within_rows keeps partial_local_start whole.
+  const launch_config start = partial_local_start;
+  const key_window window{std::uint64_t{device.compute_units} * start.work_groups_per_cu * start.work_group_size,
+                          start.work_group_size, locality_strides};
+  if (!device.is_gpu || window.pitch_rows == 0 || launch_rows < window.pitch_rows * window.strides) return std::nullopt;
+  return window;
 }
 
 inline launch_config query_planner::partial_local_config() const {
