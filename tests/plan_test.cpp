@@ -684,10 +684,13 @@ TEST_CASE("beyond local memory, keys in runs or one dominant key: a partial loca
 
 TEST_CASE("keys that repeat with the rows' positions: a work group's window decides the partial local table") {
   // Keys row % 2^16 over 2^27 rows on device input: the sample shows neither runs nor a
-  // dominant key, so the plan asks for one work group's window of 16 grid strides of 32 x 132
-  // x 256 work items; there each work item meets 2 keys, the work group 512.
+  // dominant key, but each row's neighbour holds the next key, so the plan asks for one work
+  // group's window of 16 grid strides of 32 x 132 x 256 work items; there each work item meets
+  // 2 keys, the work group 512.
   auto periodic = uniform_input(std::uint64_t{1} << 16);
   periodic.restartable = true;
+  periodic.stepped_share = 1.0 - 1.0 / 65536;
+  CHECK_FALSE(plan(h100(), uniform_input(std::uint64_t{1} << 16), {}, recorded_shape(), 256).locality_window());
   const auto asked = plan(h100(), periodic, {}, recorded_shape(), 256);
   const auto window = asked.locality_window();
   REQUIRE(window.has_value());
@@ -747,6 +750,33 @@ TEST_CASE("a work group's window: its keys where they stopped growing, else 0") 
     for (std::uint64_t j = 0; j < 256; ++j) wide.push_back(static_cast<std::uint32_t>((s * pitch + j) % (1 << 20)));
   }
   CHECK(detail::bounded_window_keys(std::span<const std::uint32_t>(wide), 256) == 0);
+  // The sample's profile: keys row % 2^16 step by one from each row to its neighbour; keys in
+  // runs, shuffled keys and one key do not.
+  const std::uint64_t stride = detail::key_sample_stride(std::uint64_t{1} << 27, 16384);
+  std::vector<std::uint32_t> sampled, next;
+  for (std::uint64_t i = 0; i < 16384; ++i) {
+    sampled.push_back(static_cast<std::uint32_t>((i * stride) % 65536));
+    next.push_back(static_cast<std::uint32_t>((i * stride + 1) % 65536));
+  }
+  const auto stepped = [](const std::vector<std::uint32_t>& rows, const std::vector<std::uint32_t>& neighbours) {
+    return detail::profile_sample(std::span<const std::uint32_t>(rows), std::span<const std::uint32_t>(neighbours))
+        .stepped_share;
+  };
+  CHECK(stepped(sampled, next) > 0.99);
+  CHECK(stepped(sampled, sampled) == 0);
+  std::vector<std::uint32_t> shuffled(16384), shuffled_next(16384);
+  for (std::size_t i = 0; i < shuffled.size(); ++i) {
+    shuffled[i] = static_cast<std::uint32_t>(rng());
+    shuffled_next[i] = static_cast<std::uint32_t>(rng() % 65536);
+  }
+  CHECK(stepped(shuffled, shuffled_next) < 0.01);
+  // Descending ids, or ids a step of 7 apart, step too (the step is the first nonzero one).
+  std::vector<std::uint32_t> down(16384), down_next(16384);
+  for (std::size_t i = 0; i < down.size(); ++i) {
+    down[i] = static_cast<std::uint32_t>(0u - 7u * static_cast<std::uint32_t>(i * stride));
+    down_next[i] = down[i] - 7u;
+  }
+  CHECK(stepped(down, down_next) == 1.0);
   // One key, and extreme key values, count as keys.
   const std::vector<std::uint64_t> one(4096, ~std::uint64_t{0});
   CHECK(detail::bounded_window_keys(std::span<const std::uint64_t>(one), 256) == 1);

@@ -345,18 +345,17 @@ class query_planner {
   /// kernel's limits and the block's rows (fitted).
   launch_config partial_local_config() const;
   /// The rows whose keys tell whether a work group of partial_local_config meets few keys
-  /// where the sample shows neither runs nor a dominant key: keys that repeat with the rows'
-  /// positions (keys row % G, ids written round-robin) hand each work item's grid-stride rows
-  /// a few keys, each work group a few hundred, although every key is as frequent as the next
-  /// and no neighbour shares a key. Asked for on a GPU, for device input with at least
-  /// locality_strides grid strides a launch, whose hashed groups outgrow local memory and
-  /// whose sample decided nothing else; one read of a few KiB, once.
+  /// where the sample shows neither runs nor a dominant key but keys that follow the rows'
+  /// positions (stepped_share): keys row % G or ids written round-robin hand each work item's
+  /// grid-stride rows a few keys, each work group a few hundred, although every key is as
+  /// frequent as the next and no neighbour shares a key. Asked for on a GPU, for device input
+  /// with at least locality_strides grid strides a launch, whose hashed groups outgrow local
+  /// memory and whose sample decided nothing else; one read of a few KiB, once.
   std::optional<key_window> locality_window() const;
-  /// The window's rows for launches of `launch_rows` rows on `device` (where it has locality_strides
-  /// grid strides of partial_local_start), whatever the keys: the driver reads it beside the key
-  /// sample, in the same wait, before the plan can ask for it.
-  static std::optional<key_window> locality_window_for(const device_info& device, std::uint64_t launch_rows);
   static constexpr std::uint32_t locality_strides = 16;
+  /// The sampled rows whose neighbour's key is one step on, at least: shuffled keys have about
+  /// one in the groups.
+  static constexpr double stepped_min_share = 0.5;
   /// More, smaller work groups: each meets fewer keys (a grid-stride loop hands a work group
   /// every so many stretches of consecutive rows), so more of its rows find their key in its table.
   static constexpr launch_config partial_local_start{32, 256};

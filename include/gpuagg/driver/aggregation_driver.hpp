@@ -403,12 +403,13 @@ class aggregation_driver {
   // ---- the key sample and the group estimate (driver/group_estimate.hpp) ----
   std::vector<bits_type> sample_keys();
   /// Rows 0, pitch, 2 pitch, ... (`count`), each with the `width` - 1 rows after it, of the key
-  /// columns on the device, as key words, stretch after stretch; the profile's scratch for a
-  /// sample of `warm_sample` keys comes into the cache while they are read (0: none); `what`
-  /// names the read in its error. Where `window` is given, its rows too, into `window_keys`.
-  std::vector<bits_type> read_key_rows(std::uint64_t pitch, std::uint64_t width, std::uint64_t count,
-                                       std::size_t warm_sample, const char* what, const key_window* window = nullptr,
-                                       std::vector<bits_type>* window_keys = nullptr);
+  /// columns on the device into pinned copies, each column's rows stretch after stretch, that
+  /// `read(copies)` then reads (key_policy::load_bits); the profile's scratch for a sample of
+  /// `warm_sample` keys comes into the cache while they are read (0: none); `what` names the
+  /// read in its error.
+  template <class Read>
+  void read_key_rows(std::uint64_t pitch, std::uint64_t width, std::uint64_t count, std::size_t warm_sample,
+                     const char* what, Read&& read);
   /// Every key field's extremes on the device, as unsigned values and in signed order
   /// (driver/key_range.hpp).
   struct key_extremes {
@@ -602,9 +603,6 @@ class aggregation_driver {
   bool in_place_ = false;  // host input's blocks read where they lie (query_planner::host_blocks_in_place)
   bool restartable_ = false;
   detail::shared_estimate* shared_ = nullptr;  // host input's estimate, made once for several drivers
-  // The work group's window read beside the key sample (sample_keys), and its keys.
-  std::optional<key_window> key_window_;
-  std::vector<bits_type> key_window_keys_;
   detail::direct_handover* handover_ = nullptr;  // group_by's: to direct addressing, or from a hash scheme's set-up
   std::size_t block_rows_ = 0;
   std::size_t slice_rows_ = 0;     // rows of run_block()'s blocks (the tuner's)

@@ -39,70 +39,56 @@ auto aggregation_driver<Bound>::sample_keys() -> std::vector<bits_type> {
   // The sampled rows with their right neighbours, each pair a stretch of two rows. A short
   // column (at most four times the sample) is read whole instead: its rows are too close for a
   // rectangle of two-element rows.
-  if (rows_ <= 4 * std::uint64_t{n}) {
-    const auto keys = read_key_rows(1, 1, rows_, n, "reading the key sample");
-    for (std::size_t i = 0; i < n; ++i) {
-      sample[i] = keys[i * stride];
-      sample[n + i] = keys[next(i * stride)];
-    }
-  } else {
-    // A work group's window (query_planner::locality_window) comes in the same wait, where the
-    // plan may ask for it: its own read would cost a round trip of its own.
-    key_window_ = query_planner::locality_window_for(ctx_.info(), rows_);
-    if constexpr (identity_scheme) key_window_.reset();
-    const auto keys = read_key_rows(stride, 2, n, n, "reading the key sample", key_window_ ? &*key_window_ : nullptr,
-                                    &key_window_keys_);
-    for (std::size_t i = 0; i < n; ++i) {
-      sample[i] = keys[2 * i];
-      sample[n + i] = keys[2 * i + 1];
-    }
-  }
+  const bool whole = rows_ <= 4 * std::uint64_t{n};
+  read_key_rows(whole ? 1 : stride, whole ? 1 : 2, whole ? rows_ : n, n, "reading the key sample",
+                [&](const std::array<const void*, key_policy::columns>& copies) {
+                  for (std::size_t i = 0; i < n; ++i) {
+                    if (whole) {
+                      sample[i] = key_policy::load_bits(copies.data(), i * stride);
+                      sample[n + i] = key_policy::load_bits(copies.data(), next(i * stride));
+                    } else {
+                      sample[i] = key_policy::load_bits(copies.data(), 2 * i);
+                      sample[n + i] = key_policy::load_bits(copies.data(), 2 * i + 1);
+                    }
+                  }
+                });
   return sample;
 }
 
 /// Rows 0, pitch, 2 pitch, ... (`count` of them), each with the `width` - 1 rows after it, of
-/// the device's key columns: the keys, stretch after stretch.
+/// the device's key columns, read into pinned copies (a column's rows one after the other,
+/// stretch after stretch) that `read(copies)` reads its keys from (key_policy::load_bits).
 template <class Bound>
-auto aggregation_driver<Bound>::read_key_rows(std::uint64_t pitch, std::uint64_t width, std::uint64_t count,
-                                              std::size_t warm_sample, const char* what, const key_window* window,
-                                              std::vector<bits_type>* window_keys) -> std::vector<bits_type> {
+template <class Read>
+void aggregation_driver<Bound>::read_key_rows(std::uint64_t pitch, std::uint64_t width, std::uint64_t count,
+                                              std::size_t warm_sample, const char* what, Read&& read_copies) {
   const auto& key = columns_.front();
   // Read straight into pinned host memory, no device buffer between: one rectangle read per key
-  // column whose rows are the stretches (a plain read where they touch), and the window's
-  // likewise. A query over a few groups then holds no more device memory than its table.
-  struct part {
-    std::uint64_t pitch, width, count;
-  };
-  std::vector<part> parts{{pitch, width, count}};
-  if (window != nullptr) parts.push_back({window->pitch_rows, window->width, window->strides});
-  std::vector<std::array<std::uint64_t, key_policy::columns>> at(parts.size());
+  // column whose rows are the stretches (a plain read where they touch). A query over a few
+  // groups then holds no more device memory than its table.
+  std::array<std::uint64_t, key_policy::columns> at{};
   std::uint64_t bytes = 0;
-  for (std::size_t p = 0; p < parts.size(); ++p) {
-    for (std::size_t c = 0; c < key_policy::columns; ++c) {
-      at[p][c] = (bytes + 63) / 64 * 64;  // each column's copy aligned for its element type
-      bytes = at[p][c] + parts[p].width * parts[p].count * key_policy::column_bytes[c];
-    }
+  for (std::size_t c = 0; c < key_policy::columns; ++c) {
+    at[c] = (bytes + 63) / 64 * 64;  // each column's copy aligned for its element type
+    bytes = at[c] + width * count * key_policy::column_bytes[c];
   }
   auto [pinned, size_class] = ctx_.pooled_pinned(bytes, "the key sample's host copy");
   auto* host = static_cast<char*>(pinned.mapped);
   auto& queue = ctx_.compute_queue();
   cl_int read = CL_SUCCESS;
   cl::Event read_last;
-  for (std::size_t p = 0; p < parts.size() && read == CL_SUCCESS; ++p) {
-    const auto [pitch_rows, stretch, stretches] = parts[p];
-    for (std::size_t c = 0; c < key_policy::columns && read == CL_SUCCESS; ++c) {
-      const std::size_t element = key_policy::column_bytes[c];
-      cl::Event* done = p + 1 == parts.size() && c + 1 == key_policy::columns ? &read_last : nullptr;
-      if (pitch_rows == stretch) {
-        read = queue.enqueueReadBuffer(columns_[c].device, CL_FALSE, key.offset * element,
-                                       stretch * stretches * element, host + at[p][c], nullptr, done);
-      } else {
-        const std::array<cl::size_type, 3> origin{key.offset * element, 0, 0};
-        const std::array<cl::size_type, 3> to{0, 0, 0};
-        const std::array<cl::size_type, 3> region{stretch * element, stretches, 1};
-        read = queue.enqueueReadBufferRect(columns_[c].device, CL_FALSE, origin, to, region, pitch_rows * element, 0,
-                                           stretch * element, 0, host + at[p][c], nullptr, done);
-      }
+  for (std::size_t c = 0; c < key_policy::columns && read == CL_SUCCESS; ++c) {
+    const std::size_t element = key_policy::column_bytes[c];
+    cl::Event* done = c + 1 == key_policy::columns ? &read_last : nullptr;
+    if (pitch == width) {
+      read = queue.enqueueReadBuffer(columns_[c].device, CL_FALSE, key.offset * element, width * count * element,
+                                     host + at[c], nullptr, done);
+    } else {
+      const std::array<cl::size_type, 3> origin{key.offset * element, 0, 0};
+      const std::array<cl::size_type, 3> to{0, 0, 0};
+      const std::array<cl::size_type, 3> region{width * element, count, 1};
+      read = queue.enqueueReadBufferRect(columns_[c].device, CL_FALSE, origin, to, region, pitch * element, 0,
+                                         width * element, 0, host + at[c], nullptr, done);
     }
   }
   if (read == CL_SUCCESS) {
@@ -111,21 +97,14 @@ auto aggregation_driver<Bound>::read_key_rows(std::uint64_t pitch, std::uint64_t
     if (warm_sample > 0) detail::warm_profile_scratch<bits_type>(warm_sample);
     read = read_last.wait();
   }
-  std::vector<bits_type> keys;
-  const auto words = [&](std::size_t p, std::vector<bits_type>& out) {
-    std::array<const void*, key_policy::columns> copies{};
-    for (std::size_t c = 0; c < key_policy::columns; ++c) copies[c] = host + at[p][c];
-    out.resize(parts[p].width * parts[p].count);
-    for (std::size_t i = 0; i < out.size(); ++i) out[i] = key_policy::load_bits(copies.data(), i);
-  };
   if (read == CL_SUCCESS) {
-    words(0, keys);
-    if (window != nullptr) words(1, *window_keys);
+    std::array<const void*, key_policy::columns> copies{};
+    for (std::size_t c = 0; c < key_policy::columns; ++c) copies[c] = host + at[c];
+    read_copies(copies);
   }
   if (read != CL_SUCCESS) (void)queue.finish();  // no read still writes to the pinned copy when it goes back
   ctx_.recycle_pinned(size_class, pinned);
   detail::check(read, what);
-  return keys;
 }
 
 /// The group estimate's stages (estimate.hpp: estimate_in_stages) with this input's sketches:

@@ -32,6 +32,11 @@ struct sample_profile {
   /// The share of sampled rows (frequent keys aside) whose right neighbour has the same key:
   /// near 1 for sorted or clustered input, about 1/groups for shuffled input.
   double runs_share = 0;
+  /// The share of sampled rows whose right neighbour's key is theirs plus one step, the first
+  /// nonzero difference of a row and its neighbour (as unsigned words): near 1 where keys follow
+  /// the rows' positions (row % G, ids written in order or round-robin), about 1/groups for
+  /// shuffled keys. Such keys may hand a work group few keys (query_planner::locality_window).
+  double stepped_share = 0;
   /// Where the sampled rows' right neighbours were read (each row's), those that hold another
   /// key (frequent keys too): the input has about rows x differ / sample_size runs.
   std::uint64_t neighbour_differ = 0;
@@ -243,12 +248,16 @@ sample_profile profile_sample(std::span<const Bits> sample, std::span<const Bits
   std::size_t equal = 0;
   if (runs) {
     std::uint64_t differ = 0;
+    std::uint64_t stepped = 0;
+    Bits step = 0;
     bool rising = true;
     bool falling = true;
     for (std::size_t i = 0; i < sample.size(); ++i) {
       const Bits row = sample[i];
       const Bits next = neighbours[i];
       differ += row != next ? 1 : 0;
+      if (step == 0) step = static_cast<Bits>(next - row);
+      stepped += step != 0 && static_cast<Bits>(next - row) == step ? 1 : 0;
       rising = rising && row <= next;
       falling = falling && row >= next;
       if (i + 1 < sample.size()) {
@@ -258,6 +267,7 @@ sample_profile profile_sample(std::span<const Bits> sample, std::span<const Bits
       if (row == next && table[where[i]].count < least) ++equal;
     }
     profile.neighbour_differ = differ;
+    profile.stepped_share = double(stepped) / double(sample.size());
     profile.ordered = rising || falling;
   }
   // Aliasing: neighbours spread over the sample, each looked up in the counting table (while

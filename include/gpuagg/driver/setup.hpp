@@ -267,6 +267,7 @@ void aggregation_driver<Bound>::make_planner(const detail::sample_profile& sampl
   profile.sampled = sample.sample_size > 0;
   profile.hottest_key_share = sample.hottest_key_share;
   profile.runs_share = sample.runs_share;
+  profile.stepped_share = sample.stepped_share;
   // One key column's span is its box's: a signed range across zero is as dense as its keys.
   profile.key_span = !profile.sampled                ? 0
                      : Bound::key::layout.count <= 1 ? sample.box.keys()
@@ -280,13 +281,13 @@ void aggregation_driver<Bound>::make_planner(const detail::sample_profile& sampl
   const auto limits = [this](const kernel_variant& variant) { return kernel_limit(variant); };
   planner_.emplace(ctx_.info(), shape_, profile, opts_, limits);
   if (const auto window = planner_->locality_window()) {
-    const bool read = key_window_ && key_window_->pitch_rows == window->pitch_rows && key_window_->width == window->width &&
-                      key_window_->strides == window->strides && key_window_keys_.size() == window->keys();
-    if (!read) {
-      key_window_keys_ = read_key_rows(window->pitch_rows, window->width, window->strides, 0, "reading a work group's keys");
-    }
+    std::vector<bits_type> keys(window->keys());
+    read_key_rows(window->pitch_rows, window->width, window->strides, 0, "reading a work group's keys",
+                  [&](const std::array<const void*, key_policy::columns>& copies) {
+                    for (std::size_t i = 0; i < keys.size(); ++i) keys[i] = key_policy::load_bits(copies.data(), i);
+                  });
     profile.window_read = true;
-    profile.work_group_keys = detail::bounded_window_keys(std::span<const bits_type>(key_window_keys_), window->width);
+    profile.work_group_keys = detail::bounded_window_keys(std::span<const bits_type>(keys), window->width);
     planner_.emplace(ctx_.info(), shape_, std::move(profile), opts_, limits);
   }
   block_rows_ = planner_->block_rows();

@@ -49,6 +49,7 @@ struct input_profile {
   bool sampled = false;               ///< the key sample was taken (skew is known)
   double hottest_key_share = 0;       ///< the sample's most frequent key's share of it
   double runs_share = 0;              ///< the sample's rows whose right neighbour has their key
+  double stepped_share = 0;           ///< those whose neighbour's key is one step on (detail::sample_profile)
   /// The sampled keys' range of table words (0: not sampled); of one key column its box's keys,
   /// so that a signed range across zero (-1 and 0..999) spans its keys, not the whole word.
   double key_span = 0;

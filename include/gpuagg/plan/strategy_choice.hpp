@@ -103,19 +103,12 @@ inline bool query_planner::partial_local_table() const {
 
 inline std::optional<key_window> query_planner::locality_window() const {
   if (!device_.is_gpu || !profile_.on_device || profile_.window_read || shape_.identity_scheme || !profile_.sampled ||
-      local_table_fits() || partial_local_table()) {
+      profile_.stepped_share < stepped_min_share || local_table_fits() || partial_local_table()) {
     return std::nullopt;
   }
-  return locality_window_for(device_, rows_a_launch());
-}
-
-inline std::optional<key_window> query_planner::locality_window_for(const device_info& device,
-                                                                    std::uint64_t launch_rows) {
   // At locality_strides grid strides within_rows keeps partial_local_start whole.
-  const launch_config start = partial_local_start;
-  const key_window window{std::uint64_t{device.compute_units} * start.work_groups_per_cu * start.work_group_size,
-                          start.work_group_size, locality_strides};
-  if (!device.is_gpu || window.pitch_rows == 0 || launch_rows < window.pitch_rows * window.strides) return std::nullopt;
+  const key_window window{total_threads(partial_local_start), partial_local_start.work_group_size, locality_strides};
+  if (rows_a_launch() < window.pitch_rows * window.strides) return std::nullopt;
   return window;
 }
 
