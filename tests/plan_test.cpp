@@ -726,6 +726,16 @@ TEST_CASE("keys that repeat with the rows' positions: a work group's window deci
   auto runs = periodic;
   runs.runs_share = 0.99;
   CHECK_FALSE(plan(h100(), runs, {}, recorded_shape(), 256).locality_window());
+  // Keys row % 2^20 over their dense range: direct addressing takes them (its own plan).
+  auto dense_periodic = periodic;
+  dense_periodic.expected_groups = std::uint64_t{1} << 20;
+  dense_periodic.key_span = double(std::uint64_t{1} << 20);
+  dense_periodic.key_box = detail::key_box{};
+  dense_periodic.key_box.fields = 1;
+  dense_periodic.key_box.extent[0] = (std::uint64_t{1} << 20) - 1;
+  const auto direct = plan(h100(), dense_periodic, {}, recorded_shape(), 256);
+  CHECK(direct.direct_range_wanted());
+  CHECK_FALSE(direct.locality_window());
   auto short_input = periodic;
   short_input.rows = std::uint64_t{1} << 24;
   CHECK_FALSE(plan(h100(), short_input, {}, recorded_shape(), 256).locality_window());

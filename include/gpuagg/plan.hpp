@@ -334,8 +334,9 @@ class query_planner {
 
   /// Whether WORKGROUPLOCAL with a local table smaller than the groups runs the query beyond
   /// local memory: on a GPU, for hashed keys in runs (runs_share), with one dominant key (not a
-  /// single one) or whose work group's window met few keys (work_group_keys), where a work group of partial_local_start meets in a block no more keys than
-  /// its local table holds (keys_per_work_group). Its rows then find their key in local memory,
+  /// single one) or whose work group's window met few keys (work_group_keys), where a work group
+  /// of partial_local_start meets in a block no more keys than its local table holds
+  /// (keys_per_work_group). Its rows then find their key in local memory,
   /// a run or the dominant key's rows in one local bucket, and only the first row of each key
   /// reaches the global table; SHARED sends every row, or every run, to the L2's atomics. Where a
   /// work group meets more keys, its table fills and each later key probes it in vain
@@ -350,7 +351,8 @@ class query_planner {
   /// grid-stride rows a few keys, each work group a few hundred, although every key is as
   /// frequent as the next and no neighbour shares a key. Asked for on a GPU, for device input
   /// with at least locality_strides grid strides a launch, whose hashed groups outgrow local
-  /// memory and whose sample decided nothing else; one read of a few KiB, once.
+  /// memory, that direct addressing does not take, and whose sample decided nothing else; one
+  /// read of a few KiB, once.
   std::optional<key_window> locality_window() const;
   static constexpr std::uint32_t locality_strides = 16;
   /// The sampled rows whose neighbour's key is one step on, at least: shuffled keys have about

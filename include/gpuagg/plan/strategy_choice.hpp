@@ -103,7 +103,8 @@ inline bool query_planner::partial_local_table() const {
 
 inline std::optional<key_window> query_planner::locality_window() const {
   if (!device_.is_gpu || !profile_.on_device || profile_.window_read || shape_.identity_scheme || !profile_.sampled ||
-      profile_.stepped_share < stepped_min_share || local_table_fits() || partial_local_table()) {
+      profile_.stepped_share < stepped_min_share || local_table_fits() || partial_local_table() ||
+      direct_range_wanted()) {
     return std::nullopt;
   }
   // At locality_strides grid strides within_rows keeps partial_local_start whole.
